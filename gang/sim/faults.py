@@ -1,0 +1,78 @@
+"""Fault injection knobs: the ways production apiservers misbehave, on demand and seeded.
+
+A scheduler earns trust by surviving a flaky control plane: throttling (429 with Retry-After),
+transient 5xx, slow answers, load balancers that cut long watches, history compaction that
+forces relists, and whole-server restarts. Each knob here reproduces one of those; all draws come
+from one seeded RNG so a failing chaos run can be replayed. The knobs are plain attributes and
+may be changed while the simulator runs. Counters say what was injected, for test reports.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from gang.sim import errors
+from gang.sim.errors import ApiError
+
+
+@dataclass(slots=True)
+class FaultCounts:
+    delayed: int = 0
+    throttled: int = 0
+    server_errors: int = 0
+    watches_opened: int = 0
+    watches_cut: int = 0
+    history_expiries: int = 0
+    restarts: int = 0
+
+
+@dataclass(slots=True)
+class Faults:
+    #: seconds added to every API request (plus up to ``latency_jitter`` more, uniformly).
+    latency: float = 0.0
+    latency_jitter: float = 0.0
+    #: probability that an API request is answered 429 TooManyRequests with Retry-After.
+    throttle_rate: float = 0.0
+    retry_after_seconds: int = 1
+    #: probability that an API request is answered 500 InternalError.
+    error_rate: float = 0.0
+    #: close every watch stream after this many seconds (a load balancer's idle cut).
+    watch_drop_after: float | None = None
+    seed: int | None = None
+    counts: FaultCounts = field(default_factory=FaultCounts)
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def reseed(self, seed: int | None) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed)
+
+    def request_delay(self) -> float:
+        if self.latency <= 0 and self.latency_jitter <= 0:
+            return 0.0
+        self.counts.delayed += 1
+        return self.latency + self._rng.uniform(0.0, self.latency_jitter)
+
+    def injected_error(self) -> ApiError | None:
+        if self.throttle_rate > 0 and self._rng.random() < self.throttle_rate:
+            self.counts.throttled += 1
+            return errors.too_many_requests(self.retry_after_seconds)
+        if self.error_rate > 0 and self._rng.random() < self.error_rate:
+            self.counts.server_errors += 1
+            return errors.internal_error("injected fault")
+        return None
+
+    def note_watch_opened(self) -> None:
+        self.counts.watches_opened += 1
+
+    def any_active(self) -> bool:
+        return bool(
+            self.latency
+            or self.latency_jitter
+            or self.throttle_rate
+            or self.error_rate
+            or self.watch_drop_after is not None
+        )

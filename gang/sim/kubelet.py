@@ -1,0 +1,232 @@
+"""A kubelet stand-in: bound pods start, run for their declared time, finish, and go away.
+
+Without kubelets a real cluster keeps bound pods ``Pending`` forever and never frees their
+capacity, which is right for scheduler benchmarks but useless for simulating a queue of training
+jobs. When enabled, this stand-in plays every node's kubelet:
+
+- a pod bound to an existing node becomes ``Running`` (Ready, containers running) after
+  ``start_delay`` seconds;
+- a pod annotated ``gang.sim/run-seconds: "N"`` then finishes after N seconds: ``Succeeded``,
+  or ``Failed`` if it is also annotated ``gang.sim/exit-code`` with a non-zero code;
+- a pod being deleted gracefully is removed after ``min(grace, termination_delay)`` seconds.
+
+It is off by default in tests, so tests control lifecycles explicitly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from gang.sim.api import SimApi, rfc3339
+from gang.sim.store import DELETED, Obj, StoredEvent
+
+RUN_SECONDS = "gang.sim/run-seconds"
+EXIT_CODE = "gang.sim/exit-code"
+
+
+@dataclass(slots=True)
+class KubeletConfig:
+    start_delay: float = 0.5
+    termination_delay: float = 0.2
+
+
+class Kubelet:
+    """Attach to a SimApi's store; every action happens on the event loop via timers."""
+
+    def __init__(self, api: SimApi, config: KubeletConfig | None = None) -> None:
+        self.api = api
+        self.config = config or KubeletConfig()
+        self._storage = api.rt_pods.storage_key
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.api.store.add_listener(self._on_event)
+        for pod in list(self.api.store.items(self._storage)):
+            self._consider(pod)
+
+    def stop(self) -> None:
+        self.api.store.remove_listener(self._on_event)
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    def _on_event(self, storage_key: str, event: StoredEvent) -> None:
+        if storage_key != self._storage:
+            return
+        if event.type == DELETED:
+            key = _key(event.obj)
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+            return
+        self._consider(event.obj)
+
+    def _consider(self, pod: Obj) -> None:
+        """Decide the next step for a pod, at most one pending timer per pod."""
+        assert self._loop is not None
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or self.api.store.get(self.api.rt_nodes.storage_key, "", node) is None:
+            return
+        key = _key(pod)
+        meta = pod["metadata"]
+        phase = (pod.get("status") or {}).get("phase")
+        if meta.get("deletionTimestamp"):
+            delay = min(
+                float(meta.get("deletionGracePeriodSeconds") or 0), self.config.termination_delay
+            )
+            self._set_timer(key, delay, self._finish_deletion, replace=True)
+        elif key in self._timers:
+            return
+        elif phase == "Pending":
+            self._set_timer(key, self.config.start_delay, self._start)
+        elif phase == "Running":
+            run = _run_seconds(pod)
+            if run is not None:
+                started = (pod.get("status") or {}).get("startTime")
+                self._set_timer(key, max(0.0, run - _age(self.api, started)), self._complete)
+
+    def _set_timer(
+        self, key: tuple[str, str], delay: float, action: Any, replace: bool = False
+    ) -> None:
+        assert self._loop is not None
+        old = self._timers.get(key)
+        if old is not None:
+            if not replace:
+                return
+            old.cancel()
+        self._timers[key] = self._loop.call_later(delay, self._fire, key, action)
+
+    def _fire(self, key: tuple[str, str], action: Any) -> None:
+        self._timers.pop(key, None)
+        pod = self.api.store.get(self._storage, *key)
+        if pod is not None:
+            action(pod)
+
+    def _write_status(self, pod: Obj, status: dict[str, Any]) -> None:
+        self.api.store.commit(self._storage, {**pod, "status": status})
+
+    def _start(self, pod: Obj) -> None:
+        if (pod.get("status") or {}).get("phase") != "Pending" or pod["metadata"].get(
+            "deletionTimestamp"
+        ):
+            return
+        now = rfc3339(self.api.clock())
+        node = self.api.store.get(self.api.rt_nodes.storage_key, "", pod["spec"]["nodeName"]) or {}
+        host_ip = next(
+            (
+                a.get("address")
+                for a in (node.get("status") or {}).get("addresses") or []
+                if a.get("type") == "InternalIP"
+            ),
+            "10.0.0.1",
+        )
+        status = dict(pod.get("status") or {})
+        status.update(
+            phase="Running",
+            startTime=now,
+            hostIP=host_ip,
+            podIP=_pod_ip(pod),
+            conditions=[
+                {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            containerStatuses=[
+                {
+                    "name": c.get("name"),
+                    "ready": True,
+                    "restartCount": 0,
+                    "started": True,
+                    "image": c.get("image"),
+                    "imageID": "",
+                    "containerID": f"sim://{c.get('name')}",
+                    "state": {"running": {"startedAt": now}},
+                }
+                for c in pod["spec"].get("containers") or []
+            ],
+        )
+        self._write_status(pod, status)
+
+    def _complete(self, pod: Obj) -> None:
+        status = dict(pod.get("status") or {})
+        if status.get("phase") != "Running":
+            return
+        code = _exit_code(pod)
+        now = rfc3339(self.api.clock())
+        status["phase"] = "Succeeded" if code == 0 else "Failed"
+        status["conditions"] = [
+            {
+                **c,
+                "status": "False",
+                "reason": "PodCompleted" if code == 0 else "PodFailed",
+                "lastTransitionTime": now,
+            }
+            if c.get("type") in ("Ready", "ContainersReady")
+            else c
+            for c in status.get("conditions") or []
+        ]
+        status["containerStatuses"] = [
+            {
+                **cs,
+                "ready": False,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": (cs.get("state") or {}).get("running", {}).get("startedAt"),
+                        "finishedAt": now,
+                    }
+                },
+            }
+            for cs in status.get("containerStatuses") or []
+        ]
+        self._write_status(pod, status)
+
+    def _finish_deletion(self, pod: Obj) -> None:
+        if pod["metadata"].get("finalizers"):
+            return  # a finalizer holds the object; the owner of the finalizer finishes it
+        self.api.store.commit(self._storage, {**pod}, deleted=True)
+
+
+def _key(pod: Obj) -> tuple[str, str]:
+    meta = pod["metadata"]
+    return meta.get("namespace", ""), meta["name"]
+
+
+def _annotation(pod: Obj, name: str) -> str | None:
+    value = (pod["metadata"].get("annotations") or {}).get(name)
+    return str(value) if value is not None else None
+
+
+def _run_seconds(pod: Obj) -> float | None:
+    raw = _annotation(pod, RUN_SECONDS)
+    try:
+        return max(0.0, float(raw)) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _exit_code(pod: Obj) -> int:
+    raw = _annotation(pod, EXIT_CODE)
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        return 1
+
+
+def _age(api: SimApi, timestamp: str | None) -> float:
+    if not timestamp:
+        return 0.0
+    from datetime import datetime
+
+    started = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    return max(0.0, api.clock() - started)
+
+
+def _pod_ip(pod: Obj) -> str:
+    h = abs(hash(pod["metadata"].get("uid", pod["metadata"]["name"])))
+    return f"10.244.{(h >> 8) & 255}.{h & 255}"

@@ -1,0 +1,620 @@
+"""The simulator's HTTP face: kube-apiserver REST paths, discovery, lists, and watch streams.
+
+Clients (kubernetes-asyncio, kubectl, the scheduler) must not be able to tell this from a real
+apiserver for the subset they use, so the shapes are the real ones: ``Status`` bodies on errors,
+``XxxList`` with the list's resourceVersion, chunked watch streams of one JSON event per line,
+the in-stream ``ERROR`` 410 on a too-old resourceVersion, BOOKMARK events, server-side Tables
+for kubectl, and limit/continue paging. Everything stateful is delegated to ``SimApi``/``Store``;
+fault injection (``Faults``) wraps the API paths as a middleware.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from gang import __version__
+from gang.sim import errors, tables
+from gang.sim.api import DeleteOptions, SimApi
+from gang.sim.errors import ApiError
+from gang.sim.faults import Faults
+from gang.sim.resources import ResourceType
+from gang.sim.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+from gang.sim.store import ADDED, DELETED, MODIFIED, Expired, Obj, StoredEvent
+
+KUBE_VERSION = {
+    "major": "1",
+    "minor": "30",
+    "gitVersion": f"v1.30.0+gang-sim-{__version__}",
+    "gitCommit": "",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.22.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's request size limit
+JSON = "application/json"
+_TRUE = ("1", "true", "True")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(slots=True)
+class ServerConfig:
+    #: when set, API requests must carry ``Authorization: Bearer <token>``.
+    token: str | None = None
+    #: how often an idle watch with allowWatchBookmarks gets a BOOKMARK (real servers: ~60 s).
+    bookmark_interval: float = 60.0
+    #: how long a watch without timeoutSeconds stays open (real servers: 30 to 60 min).
+    default_watch_timeout: float = 1800.0
+
+
+@dataclass(slots=True)
+class Target:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def _error(err: ApiError) -> web.Response:
+    return _json(err.body(), err.code, err.headers)
+
+
+class _Pages:
+    """Consistent paging: the first page snapshots the filtered list; later pages read it."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._snapshots: OrderedDict[int, tuple[str, list[Obj]]] = OrderedDict()
+        self._ids = itertools.count(1)
+        self._capacity = capacity
+
+    def page(
+        self, items: list[Obj], rv: str, limit: int, token: str | None
+    ) -> tuple[list[Obj], str, str | None, int]:
+        """Return (page, list rv, next continue token or None, remaining count)."""
+        if token:
+            try:
+                snap_id, offset = (
+                    int(x) for x in base64.urlsafe_b64decode(token).decode().split(":")
+                )
+                rv, items = self._snapshots[snap_id]
+            except (ValueError, KeyError, UnicodeDecodeError):
+                raise errors.gone(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                ) from None
+        else:
+            snap_id, offset = next(self._ids), 0
+        end = offset + limit
+        if end >= len(items):
+            self._snapshots.pop(snap_id, None)
+            return items[offset:], rv, None, 0
+        self._snapshots[snap_id] = (rv, items)
+        self._snapshots.move_to_end(snap_id)
+        while len(self._snapshots) > self._capacity:
+            self._snapshots.popitem(last=False)
+        next_token = base64.urlsafe_b64encode(f"{snap_id}:{end}".encode()).decode()
+        return items[offset:end], rv, next_token, len(items) - end
+
+
+class SimServer:
+    """Builds the aiohttp application over one SimApi. A new app per (re)start; state persists."""
+
+    def __init__(
+        self, api: SimApi, config: ServerConfig | None = None, faults: Faults | None = None
+    ) -> None:
+        self.api = api
+        self.store = api.store
+        self.registry = api.registry
+        self.config = config or ServerConfig()
+        self.faults = faults or Faults()
+        self._pages = _Pages()
+        self._watch_tasks: set[asyncio.Task[Any]] = set()
+
+    def make_app(self) -> web.Application:
+        app = web.Application(
+            client_max_size=MAX_BODY_BYTES,
+            middlewares=[self._error_middleware, self._auth_middleware, self._fault_middleware],
+        )
+        app.router.add_get("/version", self._version)
+        app.router.add_get("/version/", self._version)
+        for probe in ("/healthz", "/livez", "/readyz"):
+            app.router.add_get(probe, self._ok)
+        app.router.add_get("/api", self._core_versions)
+        app.router.add_get("/api/", self._core_versions)
+        app.router.add_get("/apis", self._group_list)
+        app.router.add_get("/apis/", self._group_list)
+        app.router.add_route("*", "/api/{tail:.*}", self._dispatch)
+        app.router.add_route("*", "/apis/{tail:.*}", self._dispatch)
+        return app
+
+    # --- middlewares ---------------------------------------------------------------------
+
+    @web.middleware
+    async def _error_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return _error(err)
+        except web.HTTPRequestEntityTooLarge:
+            return _error(
+                ApiError(
+                    413,
+                    "RequestEntityTooLarge",
+                    f"Request entity too large: limit is {MAX_BODY_BYTES}",
+                )
+            )
+        except web.HTTPNotFound:
+            return web.Response(status=404, text="404 page not found\n")
+
+    @web.middleware
+    async def _auth_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        token = self.config.token
+        if (
+            token
+            and request.path.startswith("/api")
+            and request.headers.get("Authorization") != f"Bearer {token}"
+        ):
+            raise errors.unauthorized()
+        return await handler(request)
+
+    @web.middleware
+    async def _fault_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path.startswith("/api"):
+            delay = self.faults.request_delay()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            injected = self.faults.injected_error()
+            if injected is not None:
+                raise injected
+        return await handler(request)
+
+    # --- discovery -----------------------------------------------------------------------
+
+    async def _ok(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return _json(KUBE_VERSION)
+
+    async def _core_versions(self, request: web.Request) -> web.Response:
+        return _json(
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
+                ],
+            }
+        )
+
+    def _group(self, group: str, versions: list[str]) -> dict[str, Any]:
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+    async def _group_list(self, request: web.Request) -> web.Response:
+        groups = [self._group(g, vs) for g, vs in self.registry.group_versions().items() if g]
+        return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        resources: list[dict[str, Any]] = []
+        for rt in self.registry.in_group_version(group, version):
+            entry: dict[str, Any] = {
+                "name": rt.plural,
+                "singularName": rt.singular,
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": list(rt.verbs),
+            }
+            if rt.short_names:
+                entry["shortNames"] = list(rt.short_names)
+            if rt.categories:
+                entry["categories"] = list(rt.categories)
+            resources.append(entry)
+            for sub in rt.subresources:
+                resources.append(
+                    {
+                        "name": f"{rt.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": rt.namespaced,
+                        "kind": "Binding" if sub == "binding" else rt.kind,
+                        "verbs": ["create"] if sub == "binding" else ["get", "patch", "update"],
+                    }
+                )
+        gv = version if not group else f"{group}/{version}"
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": gv,
+            "resources": resources,
+        }
+
+    # --- routing -------------------------------------------------------------------------
+
+    def _parse(self, path: str) -> tuple[str, str, list[str]] | dict[str, Any]:
+        """Split an API path into (group, version, rest) or answer a discovery document."""
+        parts = [p for p in path.split("/") if p]
+        if parts[0] == "api":
+            if len(parts) < 2 or parts[1] != "v1":
+                raise errors.resource_not_found()
+            group, version, rest = "", "v1", parts[2:]
+        else:
+            if len(parts) < 2:
+                raise errors.resource_not_found()
+            group = parts[1]
+            versions = self.registry.group_versions().get(group)
+            if not versions:
+                raise errors.resource_not_found()
+            if len(parts) == 2:
+                return {"kind": "APIGroup", "apiVersion": "v1", **self._group(group, versions)}
+            version, rest = parts[2], parts[3:]
+            if version not in versions:
+                raise errors.resource_not_found()
+        if not rest:
+            return self._resource_list(group, version)
+        return group, version, rest
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        rt = self.registry.find(group, version, rest[0])
+        if rt is None or len(rest) > 3 or (namespace is not None and not rt.namespaced):
+            raise errors.resource_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and sub not in rt.subresources:
+            raise errors.resource_not_found()
+        if rt.namespaced and name is not None and namespace is None:
+            raise errors.resource_not_found()
+        return Target(rt, namespace, name, sub)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        parsed = self._parse(request.path)
+        if isinstance(parsed, dict):
+            if request.method != "GET":
+                raise errors.method_not_allowed()
+            return _json(parsed)
+        target = self._target(*parsed)
+        method = request.method
+        rt, name, sub = target.rt, target.name, target.subresource
+        if method == "GET" and name is None:
+            if request.query.get("watch") in _TRUE:
+                return await self._watch(request, target)
+            return self._list(request, target)
+        if rt.plural == "bindings":
+            if method != "POST" or name is not None:
+                raise errors.method_not_allowed()
+            assert target.namespace is not None
+            return _json(self.api.bind(target.namespace, None, await self._body(request, rt)), 201)
+        if method == "GET":
+            assert name is not None
+            return self._one(request, rt, self.api.get(rt, target.namespace, name))
+        if method == "POST":
+            if sub == "binding" and name is not None:
+                assert target.namespace is not None
+                body = await self._body(request, rt)
+                return _json(self.api.bind(target.namespace, name, body), 201)
+            if name is not None:
+                raise errors.method_not_allowed()
+            return _json(self.api.create(rt, target.namespace, await self._body(request, rt)), 201)
+        if name is None:
+            if method == "DELETE":
+                return await self._delete_collection(request, target)
+            raise errors.method_not_allowed()
+        if sub == "binding":
+            raise errors.method_not_allowed()
+        if method == "PUT":
+            body = await self._body(request, rt)
+            return _json(self.api.update(rt, target.namespace, name, body, sub))
+        if method == "PATCH":
+            body = await self._body(request, rt)
+            ctype = request.headers.get("Content-Type", "")
+            return _json(self.api.patch(rt, target.namespace, name, ctype, body, sub))
+        if method == "DELETE":
+            result = self.api.delete(
+                rt, target.namespace, name, await self._delete_options(request)
+            )
+            return _json(result)
+        raise errors.method_not_allowed()
+
+    async def _body(self, request: web.Request, rt: ResourceType) -> Any:
+        raw = await request.read()
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as err:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {err}'
+            ) from None
+
+    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+        options = DeleteOptions()
+        raw = await request.read() if request.can_read_body else b""
+        if raw.strip():
+            try:
+                body = orjson.loads(raw)
+            except orjson.JSONDecodeError as err:
+                raise errors.bad_request(f"invalid DeleteOptions: {err}") from None
+            if isinstance(body, dict):
+                grace = body.get("gracePeriodSeconds")
+                if grace is not None:
+                    options.grace_period_seconds = _int(grace, "gracePeriodSeconds")
+                pre = body.get("preconditions") or {}
+                if isinstance(pre, dict):
+                    options.precondition_uid = pre.get("uid")
+                    options.precondition_resource_version = pre.get("resourceVersion")
+        if "gracePeriodSeconds" in request.query:
+            options.grace_period_seconds = _int(
+                request.query["gracePeriodSeconds"], "gracePeriodSeconds"
+            )
+        return options
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def _selectors(
+        self, request: web.Request, rt: ResourceType
+    ) -> tuple[LabelSelector, FieldSelector]:
+        try:
+            labels = parse_label_selector(request.query.get("labelSelector"))
+            fields = parse_field_selector(request.query.get("fieldSelector"), rt.field_selectors)
+        except SelectorError as err:
+            raise errors.bad_request(str(err)) from None
+        return labels, fields
+
+    def _select(self, request: web.Request, target: Target) -> list[Obj]:
+        labels, fields = self._selectors(request, target.rt)
+        out = []
+        for obj in self.api.list_objects(target.rt, target.namespace):
+            if labels.matches(obj["metadata"].get("labels")) and fields.matches(obj):
+                out.append(obj)
+        return out
+
+    def _table(
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        items: list[Obj],
+        rv: str,
+        continue_token: str | None = None,
+    ) -> web.Response | None:
+        """A server-side printed Table when the client asked for one (kubectl get), else None."""
+        accept = request.headers.get("Accept")
+        if accept is None or not tables.wants_table(accept):
+            return None
+        try:
+            return _json(
+                tables.build_table(
+                    rt.plural,
+                    items,
+                    api_version=tables.table_api_version(accept),
+                    resource_version=rv,
+                    continue_token=continue_token,
+                    include_object=request.query.get("includeObject", "Metadata"),
+                )
+            )
+        except ValueError as err:
+            raise errors.bad_request(str(err)) from None
+
+    def _one(self, request: web.Request, rt: ResourceType, obj: Obj) -> web.Response:
+        table = self._table(request, rt, [obj], obj["metadata"]["resourceVersion"])
+        return table if table is not None else _json(obj)
+
+    def _list(self, request: web.Request, target: Target) -> web.Response:
+        rt = target.rt
+        requested = request.query.get("resourceVersion")
+        if requested not in (None, "", "0"):
+            wanted = _int(requested, "resourceVersion")
+            if wanted > self.store.rv:
+                raise ApiError(
+                    504,
+                    "Timeout",
+                    f"Too large resource version: {wanted}, current: {self.store.rv}",
+                    {
+                        "causes": [
+                            {
+                                "reason": "ResourceVersionTooLarge",
+                                "message": "Too large resource version",
+                            }
+                        ],
+                        "retryAfterSeconds": 1,
+                    },
+                )
+        items = self._select(request, target)
+        rv = str(self.store.rv)
+        limit = _int(request.query.get("limit", "0"), "limit")
+        token = request.query.get("continue")
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        if limit > 0 or token:
+            items, rv, next_token, remaining = self._pages.page(
+                items, rv, limit or len(items), token
+            )
+            meta["resourceVersion"] = rv
+            if next_token:
+                meta["continue"] = next_token
+                meta["remainingItemCount"] = remaining
+        table = self._table(request, rt, items, meta["resourceVersion"], meta.get("continue"))
+        if table is not None:
+            return table
+        if rt.builtin:  # items of built-in lists carry no kind/apiVersion on the wire
+            items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
+        return _json(
+            {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
+        )
+
+    async def _delete_collection(self, request: web.Request, target: Target) -> web.Response:
+        victims = self._select(request, target)
+        options = await self._delete_options(request)
+        items = self.api.delete_collection(target.rt, victims, options)
+        rt = target.rt
+        return _json(
+            {
+                "kind": rt.list_kind,
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(self.store.rv)},
+                "items": items,
+            }
+        )
+
+    # --- watch ---------------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request, target: Target) -> web.StreamResponse:
+        rt = target.rt
+        labels, fields = self._selectors(request, rt)
+        requested = request.query.get("resourceVersion", "")
+        bookmarks = request.query.get("allowWatchBookmarks") in _TRUE
+        timeout = self.config.default_watch_timeout
+        if "timeoutSeconds" in request.query:
+            timeout = float(_int(request.query["timeoutSeconds"], "timeoutSeconds"))
+        drop_after = self.faults.watch_drop_after
+        if drop_after is not None:
+            timeout = min(timeout, drop_after)
+        since = None if requested in ("", "0") else _int(requested, "resourceVersion")
+
+        def matches(obj: Obj | None) -> bool:
+            if obj is None:
+                return False
+            if (
+                target.namespace is not None
+                and obj["metadata"].get("namespace") != target.namespace
+            ):
+                return False
+            return labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)
+
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        await response.prepare(request)
+        initial: list[bytes] = []
+        try:
+            if since is None:
+                sub = self.store.subscribe(rt.storage_key, self.store.rv)
+                for obj in self.api.list_objects(rt, target.namespace):
+                    if matches(obj):
+                        initial.append(_line(ADDED, obj))
+            else:
+                sub = self.store.subscribe(rt.storage_key, since)
+        except Expired as expired:
+            body = errors.gone(str(expired)).body()
+            body.pop("details", None)
+            await response.write(orjson.dumps({"type": "ERROR", "object": body}) + b"\n")
+            return response
+        if since is not None and since > self.store.rv:
+            self.store.unsubscribe(sub)
+            body = ApiError(
+                504, "Timeout", f"Too large resource version: {since}, current: {self.store.rv}"
+            ).body()
+            await response.write(orjson.dumps({"type": "ERROR", "object": body}) + b"\n")
+            return response
+        self.faults.note_watch_opened()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        next_bookmark = loop.time() + self.config.bookmark_interval
+        try:
+            if initial:
+                await response.write(b"".join(initial))
+            while True:
+                now = loop.time()
+                if now >= deadline:
+                    break
+                wait = deadline - now
+                if bookmarks:
+                    wait = min(wait, max(0.0, next_bookmark - now))
+                try:
+                    first = await asyncio.wait_for(sub.queue.get(), timeout=wait)
+                except TimeoutError:
+                    if bookmarks and loop.time() >= next_bookmark and sub.queue.empty():
+                        await response.write(_bookmark(rt, self.store.rv))
+                        next_bookmark = loop.time() + self.config.bookmark_interval
+                    continue
+                batch = [first]
+                while not sub.queue.empty() and len(batch) < 512:
+                    batch.append(sub.queue.get_nowait())
+                lines = []
+                ended = False
+                for event in batch:
+                    if event is None:
+                        ended = True
+                        break
+                    line = self._event_line(rt, event, matches)
+                    if line is not None:
+                        lines.append(line)
+                if lines:
+                    await response.write(b"".join(lines))
+                if ended:
+                    break
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.store.unsubscribe(sub)
+        return response
+
+    def _event_line(
+        self, rt: ResourceType, event: StoredEvent, matches: Callable[[Obj | None], bool]
+    ) -> bytes | None:
+        """The line this watcher sees for ``event``, or None.
+
+        Like the apiserver's watch cache: an object that starts matching the watcher's
+        selectors arrives as ADDED, one that stops matching as DELETED.
+        """
+        obj = self.api.to_view(rt, event.obj)
+        now_match = matches(obj)
+        before = event.prev is not None and matches(self.api.to_view(rt, event.prev))
+        if event.type == DELETED:
+            kind = DELETED if now_match else None
+        elif now_match:
+            kind = MODIFIED if before else ADDED
+        else:
+            kind = DELETED if before else None
+        if kind is None:
+            return None
+        return _line(kind, obj)
+
+
+def _line(kind: str, obj: Obj) -> bytes:
+    return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+
+def _bookmark(rt: ResourceType, rv: int) -> bytes:
+    return (
+        orjson.dumps(
+            {
+                "type": "BOOKMARK",
+                "object": {
+                    "kind": rt.kind,
+                    "apiVersion": rt.api_version,
+                    "metadata": {"resourceVersion": str(rv), "creationTimestamp": None},
+                },
+            }
+        )
+        + b"\n"
+    )
+
+
+def _int(raw: Any, what: str) -> int:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise errors.bad_request(f"invalid {what}: {raw!r} is not an integer") from None
+
+
+def monotonic() -> float:
+    return time.monotonic()
