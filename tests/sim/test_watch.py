@@ -64,22 +64,21 @@ async def test_too_old_rv_gets_in_stream_410(cluster: SimCluster, raw: Raw) -> N
 
 
 async def test_history_window_compacts_old_events() -> None:
-    async with SimCluster(history_size=3) as sim:
-        async with sim.api_client() as api:
-            core = k8s.CoreV1Api(api)
-            first = await core.create_namespaced_pod("default", pod("p0"))
-            for i in range(1, 6):
-                await core.create_namespaced_pod("default", pod(f"p{i}"))
-            w = watch.Watch()
-            with pytest.raises(ApiException) as info:
-                async for _ in w.stream(
-                    core.list_namespaced_pod,
-                    "default",
-                    resource_version=first.metadata.resource_version,
-                    timeout_seconds=2,
-                ):
-                    pass
-            assert info.value.status == 410
+    async with SimCluster(history_size=3) as sim, sim.api_client() as api:
+        core = k8s.CoreV1Api(api)
+        first = await core.create_namespaced_pod("default", pod("p0"))
+        for i in range(1, 6):
+            await core.create_namespaced_pod("default", pod(f"p{i}"))
+        w = watch.Watch()
+        with pytest.raises(ApiException) as info:
+            async for _ in w.stream(
+                core.list_namespaced_pod,
+                "default",
+                resource_version=first.metadata.resource_version,
+                timeout_seconds=2,
+            ):
+                pass
+        assert info.value.status == 410
 
 
 async def test_kubernetes_asyncio_watch_raises_410_after_one_retry(
