@@ -59,3 +59,11 @@ def test_import_layer_check_catches_a_wrong_import(tmp_path: Path) -> None:
     )
     assert result.returncode != 0, result.stdout
     assert "gang.models.planted -> gang.sim.store" in result.stdout
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = [b.split("```", 1)[0].strip() for b in readme.split("```sh\n")[1:3]]
+    assert blocks[0].endswith("gang demo")
+    assert blocks[1].endswith("pytest")
+    assert blocks[1] in (ROOT / ".ci" / "run").read_text()
