@@ -104,12 +104,82 @@ async def _sim_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run the gang scheduler against a cluster",
+        description="Schedule gangs on the cluster the kubeconfig (or in-cluster "
+        "config) points at.",
+    )
+    run.add_argument(
+        "--kubeconfig", help="path to a kubeconfig (default: in-cluster, then ~/.kube/config)"
+    )
+    run.add_argument("--context", help="kubeconfig context to use")
+    run.add_argument(
+        "--scheduler-name",
+        default=None,
+        help="spec.schedulerName to serve (default gang-scheduler)",
+    )
+    run.add_argument("--qps", type=float, default=None, help="client write rate limit (requests/s)")
+    run.add_argument("--burst", type=int, default=None, help="client write burst")
+    run.add_argument(
+        "--default-schedule-timeout",
+        type=float,
+        default=None,
+        help="Permit wait when a PodGroup sets no scheduleTimeoutSeconds (seconds)",
+    )
+    run.add_argument(
+        "--topology-key", default=None, help="node label gang packing keeps gangs inside"
+    )
+    run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+async def _run(args: argparse.Namespace) -> int:
+    import logging
+
+    from pydantic import ValidationError
+
+    from gang.app.scheduler import GangScheduler
+    from gang.kube.client import make_api_client
+    from gang.models.settings import SchedulerConfig
+
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    overrides = {
+        "scheduler_name": args.scheduler_name,
+        "qps": args.qps,
+        "burst": args.burst,
+        "default_schedule_timeout_seconds": args.default_schedule_timeout,
+        "topology_key": args.topology_key,
+    }
+    try:
+        config = SchedulerConfig(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as err:
+        print(f"gang run: invalid configuration:\n{err}", file=sys.stderr)
+        return 2
+    api_client = await make_api_client(args.kubeconfig, args.context)
+    scheduler = GangScheduler(api_client, config)
+    task = asyncio.create_task(scheduler.run())
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    finally:
+        await api_client.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gang", description="A gang scheduler for Kubernetes.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="run the demo on an embedded simulated cluster")
     demo.add_argument("--nodes", default="16:gpu=8,zones=2", help="node pools for the demo cluster")
+    _run_parser(sub)
     _sim_serve_parser(sub)
     return parser
 
@@ -126,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gang.demo import run_demo
 
         return asyncio.run(run_demo(args.nodes))
+    if args.command == "run":
+        return asyncio.run(_run(args))
     if args.command == "sim":
         return asyncio.run(_sim_serve(args))
     parser.print_help()

@@ -57,6 +57,7 @@ __all__ = [
     "parse_quantity",
     "quantity_to_int",
     "quantity_to_milli",
+    "resource_units",
 ]
 
 
@@ -265,3 +266,12 @@ def format_quantity(value: Decimal | int, binary: bool = False) -> str:
     if not _MIN_EXPONENT <= exponent <= _MAX_EXPONENT:
         raise QuantityError(f"quantity {number} is out of the representable range")
     return f"{sign}{digits}e{exponent}"
+
+
+def resource_units(resource: str, value: str | int | float) -> int:
+    """A resource amount in the scheduler's integer units: millicores for ``cpu``, else whole units.
+
+    Kubernetes accounts CPU by ``MilliValue()`` and every other resource (memory bytes,
+    ephemeral-storage, pods, extended resources such as ``nvidia.com/gpu``) by ``Value()``.
+    """
+    return quantity_to_milli(value) if resource == "cpu" else quantity_to_int(value)

@@ -22,13 +22,25 @@ from typing import Any
 
 from gang.sim import errors, events, pods
 from gang.sim.errors import ApiError
-from gang.sim.patch import PatchError, UnsupportedPatchType, apply_patch
+from gang.sim.patch import JSON_PATCH, PatchError, UnsupportedPatchType, apply_patch
 from gang.sim.resources import Registry, ResourceType
 from gang.sim.store import Obj, Store
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# apimachinery's validation messages for names, regular expressions and examples included
+_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    r"for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
 NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 SYSTEM_PRIORITY_CLASSES = (
     ("system-node-critical", 2000001000),
@@ -154,33 +166,29 @@ class SimApi:
         return namespace
 
     def _check_name(self, rt: ResourceType, name: Any) -> None:
-        pattern, limit, what = (
-            (_LABEL, 63, "RFC 1123 label")
+        pattern, limit, message = (
+            (_LABEL, 63, _LABEL_MESSAGE)
             if rt is self.rt_namespaces
-            else (_SUBDOMAIN, 253, "RFC 1123 subdomain")
+            else (_SUBDOMAIN, 253, _SUBDOMAIN_MESSAGE)
         )
         if rt.storage_key == "/v1/events":
             return  # event names are generated from object names and may carry any suffix
-        if not isinstance(name, str) or len(name) > limit or not pattern.match(name):
+        text = str(name)
+        problems = []
+        if len(text) > limit:
+            problems.append(f"must be no more than {limit} characters")
+        if not isinstance(name, str) or not pattern.match(name):
+            problems.append(message)
+        if problems:
             raise errors.invalid(
-                rt,
-                str(name),
-                [
-                    (
-                        "metadata.name",
-                        f'Invalid value: "{name}": a lowercase {what} must consist of lower case '
-                        "alphanumeric characters, '-' or '.', and must start and end with an "
-                        "alphanumeric character",
-                    )
-                ],
+                rt, text, [("metadata.name", f'Invalid value: "{text}": {p}') for p in problems]
             )
 
     def create(self, rt: ResourceType, namespace: str | None, body: Any) -> Obj:
         obj = self._to_storage(rt, self._check_body(rt, body))
         meta = obj["metadata"]
         ns = self._check_namespace(rt, namespace, meta)
-        if meta.get("resourceVersion"):
-            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        given_rv = meta.pop("resourceVersion", None)
         if not meta.get("name"):
             prefix = meta.get("generateName")
             if not prefix:
@@ -189,8 +197,6 @@ class SimApi:
                 )
             meta["name"] = self._generate_name(rt, ns, str(prefix))
         self._check_name(rt, meta["name"])
-        if self.store.get(rt.storage_key, ns, meta["name"]) is not None:
-            raise errors.already_exists(rt, meta["name"])
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = self._now()
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
@@ -198,6 +204,12 @@ class SimApi:
         if rt.tracks_generation or not rt.builtin:
             meta["generation"] = 1
         obj = self._admit_create(rt, obj)
+        # what etcd3's store checks last: a set resourceVersion (a plain error: HTTP 500), then
+        # whether the key exists
+        if _is_set_resource_version(given_rv):
+            raise errors.storage_error("resourceVersion should not be set on objects to be created")
+        if self.store.get(rt.storage_key, ns, meta["name"]) is not None:
+            raise errors.already_exists(rt, meta["name"])
         stored = self.store.commit(rt.storage_key, obj)
         if rt is self.rt_nodes:
             self._schedule_node_controller(stored)
@@ -223,6 +235,7 @@ class SimApi:
         if rt is self.rt_namespaces:
             return {**obj, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
         if rt is self.rt_priority:
+            obj.setdefault("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
             self._validate_priority_class(obj)
         if rt.has_status and not rt.builtin:
             obj.pop("status", None)  # custom resources with a status subresource drop it on create
@@ -270,18 +283,15 @@ class SimApi:
                 self.rt_priority, name, [("value", "Required value: an integer is required")]
             )
         if obj.get("globalDefault"):
-            for other in self.store.items(self.rt_priority.storage_key):
-                if other.get("globalDefault") and other["metadata"]["name"] != name:
-                    raise errors.invalid(
-                        self.rt_priority,
-                        name,
-                        [
-                            (
-                                "globalDefault",
-                                f"Invalid value: true: globalDefault is already set by {other['metadata']['name']}",
-                            )
-                        ],
-                    )
+            # the Priority admission plugin: one default only (403, not a validation error)
+            current = self._default_priority_class()
+            if current is not None and current["metadata"]["name"] != name:
+                raise errors.forbidden(
+                    self.rt_priority,
+                    name,
+                    f"PriorityClass {current['metadata']['name']} is already marked as default. "
+                    "Only one default can exist",
+                )
 
     # --- the node lifecycle stand-in ------------------------------------------------------
 
@@ -330,6 +340,15 @@ class SimApi:
                 meta.pop("resourceVersion", None)
                 return self.create(rt, namespace, self.to_view(rt, obj))
             raise errors.not_found(rt, name)
+        given_uid = meta.get("uid")
+        if given_uid and given_uid != current["metadata"]["uid"]:
+            # the object's uid is a storage precondition of a PUT (DefaultUpdatedObjectInfo)
+            raise errors.conflict(
+                rt,
+                name,
+                f"Precondition failed: UID in precondition: {given_uid}, "
+                f"UID in object meta: {current['metadata']['uid']}",
+            )
         given_rv = meta.get("resourceVersion")
         if given_rv and given_rv != current["metadata"]["resourceVersion"]:
             raise errors.stale(rt, name)
@@ -353,6 +372,13 @@ class SimApi:
         except UnsupportedPatchType as err:
             raise errors.unsupported_media_type(str(err)) from None
         except PatchError as err:
+            media_type = content_type.split(";", 1)[0].strip().lower()
+            if (
+                media_type == JSON_PATCH
+                and isinstance(body, list)
+                and all(isinstance(op, dict) for op in body)
+            ):
+                raise errors.unprocessable(str(err)) from None  # decoded, but did not apply
             raise errors.bad_request(str(err)) from None
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
             raise errors.bad_request("the patch produced an object without metadata")
@@ -361,6 +387,15 @@ class SimApi:
             raise errors.stale(rt, name)
         if patched["metadata"].get("name") != name:
             raise errors.bad_request("the name of the object cannot be changed by a patch")
+        patched_uid = patched["metadata"].get("uid")
+        if (
+            patched_uid
+            and patched_uid != current["metadata"]["uid"]
+            and (subresource is None or rt.builtin)
+        ):
+            raise errors.invalid(
+                rt, name, [("metadata.uid", f'Invalid value: "{patched_uid}": field is immutable')]
+            )
         obj = self._to_storage(rt, self._check_body(rt, patched))
         self._check_namespace(rt, namespace, obj["metadata"])
         return self._replace(rt, current, obj, subresource)
@@ -369,24 +404,38 @@ class SimApi:
         """Common tail of update and patch: the status split, immutables, no-op detection."""
         cur_meta = current["metadata"]
         name = cur_meta["name"]
+        meta = obj["metadata"]
+        for immutable in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if immutable in cur_meta:
+                meta[immutable] = cur_meta[immutable]
+            else:
+                meta.pop(immutable, None)
         if subresource == "status":
-            # a status write changes status only (and the object's metadata as the server keeps it)
-            obj = {**current, "status": obj.get("status")}
-            if obj["status"] is None:
-                del obj["status"]
+            status = obj.get("status")
+            if rt.builtin:
+                # pods/status, nodes/status: the spec is kept, metadata (labels, annotations)
+                # may change; pods keep their ownerReferences
+                obj = {**current, "metadata": meta}
+                if rt is self.rt_pods:
+                    if "ownerReferences" in cur_meta:
+                        meta["ownerReferences"] = cur_meta["ownerReferences"]
+                    else:
+                        meta.pop("ownerReferences", None)
+            else:
+                obj = {**current}  # a custom resource's status write changes status only
+            if status is None:
+                obj.pop("status", None)
+            else:
+                obj["status"] = status
         else:
-            meta = obj["metadata"]
-            for immutable in (
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-            ):
-                if immutable in cur_meta:
-                    meta[immutable] = cur_meta[immutable]
-                else:
-                    meta.pop(immutable, None)
+            if rt is self.rt_priority:
+                obj.setdefault("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
             if rt.has_status:
                 if "status" in current:
                     obj["status"] = current["status"]
@@ -408,8 +457,13 @@ class SimApi:
                     rt, name, [("value", "Forbidden: may not be changed in an update.")]
                 )
             self._validate_priority_class(obj)
-        if obj["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
-            # the last finalizer is gone: the deletion that was waiting for it completes
+        if (
+            obj["metadata"].get("deletionTimestamp")
+            and not obj["metadata"].get("finalizers")
+            and not cur_meta.get("deletionGracePeriodSeconds")
+        ):
+            # the last finalizer is gone: the deletion that was waiting for it completes (a
+            # graceful deletion still waits for its grace period, as shouldDeleteDuringUpdate)
             return self.to_view(rt, self.store.commit(rt.storage_key, obj, deleted=True))
         return self.to_view(rt, self.store.commit(rt.storage_key, obj))
 
@@ -453,7 +507,14 @@ class SimApi:
             details["group"] = rt.group
         details["kind"] = rt.plural
         details["uid"] = meta["uid"]
-        return errors.status_body(200, status="Success", details=details)
+        # finalizeDelete's Status carries no code (the Go field is empty and omitted)
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
 
     def _delete(self, rt: ResourceType, current: Obj, grace: int | None) -> Obj:
         meta = current["metadata"]
@@ -480,8 +541,8 @@ class SimApi:
                 }
                 return self.store.commit(rt.storage_key, obj)
         if meta.get("finalizers"):
-            if meta.get("deletionTimestamp"):
-                return current
+            if meta.get("deletionTimestamp") and not meta.get("deletionGracePeriodSeconds"):
+                return current  # (a pending graceful deletion is cut short to 0 below)
             obj = {
                 **current,
                 "metadata": {
@@ -584,6 +645,11 @@ class SimApi:
             {**pod, "metadata": meta, "spec": {**spec, "nodeName": node_name}, "status": status},
         )
         return errors.status_body(201, status="Success")
+
+
+def _is_set_resource_version(rv: Any) -> bool:
+    """What etcd3's Create refuses: a resourceVersion that parses as a non-zero uint64."""
+    return isinstance(rv, str) and rv.isascii() and rv.isdigit() and 0 < int(rv) < 2**64
 
 
 def _spec_of(obj: Obj) -> Any:

@@ -39,7 +39,7 @@ class ApiError(Exception):
     def __init__(
         self,
         code: int,
-        reason: str,
+        reason: str | None,
         message: str,
         details: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
@@ -105,16 +105,61 @@ def stale(rt: ResourceType, name: str) -> ApiError:
     return conflict(rt, name, STALE_WRITE)
 
 
+# field.ErrorType texts and the StatusCause reasons they map to (apimachinery field/errors.go)
+_CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Not found", "FieldValueNotFound"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+)
+
+
+def _cause_reason(message: str) -> str:
+    return next(
+        (r for prefix, r in _CAUSE_REASONS if message.startswith(prefix)), "FieldValueInvalid"
+    )
+
+
 def invalid(rt: ResourceType, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 with one cause per (field, message), e.g. ("spec.minMember", "Invalid value: -1")."""
+    """422 with one cause per (field, message), e.g. ("spec.minMember", "Invalid value: -1").
+
+    The message names the kind qualified by its group (``PodGroup.scheduling.x-k8s.io``), as
+    ``errors.NewInvalid`` does with a GroupKind; each cause's reason follows its error type.
+    """
     summary = ", ".join(f"{fld}: {msg}" for fld, msg in causes)
     if len(causes) > 1:
         summary = f"[{summary}]"
     details = _details(rt, name, rt.kind)
     details["causes"] = [
-        {"reason": "FieldValueInvalid", "message": msg, "field": fld} for fld, msg in causes
+        {"reason": _cause_reason(msg), "message": msg, "field": fld} for fld, msg in causes
     ]
-    return ApiError(422, "Invalid", f'{rt.kind} "{name}" is invalid: {summary}', details)
+    kind = rt.kind if not rt.group else f"{rt.kind}.{rt.group}"
+    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', details)
+
+
+def forbidden(rt: ResourceType, name: str, why: str) -> ApiError:
+    """403 from an admission plugin: ``pods "x" is forbidden: ...``."""
+    return ApiError(
+        403, "Forbidden", f'{rt.qualified_plural} "{name}" is forbidden: {why}', _details(rt, name)
+    )
+
+
+def unprocessable(cause: str) -> ApiError:
+    """A bare 422 (``errors.NewGenericServerResponse``), e.g. a JSON patch that fails to apply."""
+    return ApiError(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+        {"causes": [{"reason": "UnexpectedServerResponse", "message": cause}]},
+    )
+
+
+def storage_error(message: str) -> ApiError:
+    """A plain error from the storage layer: HTTP 500 with neither reason nor details."""
+    return ApiError(500, None, message)
 
 
 def bad_request(message: str) -> ApiError:
@@ -159,4 +204,4 @@ def internal_error(why: str) -> ApiError:
 
 
 def unsupported_media_type(message: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType", message, {})
+    return ApiError(415, "UnsupportedMediaType", message)  # no details, unlike most errors

@@ -40,6 +40,8 @@ class Kubelet:
         self.config = config or KubeletConfig()
         self._storage = api.rt_pods.storage_key
         self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        #: exact start instants by pod uid: ``status.startTime`` only has whole seconds
+        self._started: dict[str, float] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
@@ -53,11 +55,13 @@ class Kubelet:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._started.clear()
 
     def _on_event(self, storage_key: str, event: StoredEvent) -> None:
         if storage_key != self._storage:
             return
         if event.type == DELETED:
+            self._started.pop(event.obj["metadata"].get("uid", ""), None)
             key = _key(event.obj)
             timer = self._timers.pop(key, None)
             if timer is not None:
@@ -86,8 +90,13 @@ class Kubelet:
         elif phase == "Running":
             run = _run_seconds(pod)
             if run is not None:
-                started = (pod.get("status") or {}).get("startTime")
-                self._set_timer(key, max(0.0, run - _age(self.api, started)), self._complete)
+                started_at = self._started.get(meta.get("uid", ""))
+                age = (
+                    self.api.clock() - started_at
+                    if started_at is not None
+                    else _age(self.api, (pod.get("status") or {}).get("startTime"))
+                )
+                self._set_timer(key, max(0.0, run - age), self._complete)
 
     def _set_timer(
         self, key: tuple[str, str], delay: float, action: Any, replace: bool = False
@@ -114,7 +123,9 @@ class Kubelet:
             "deletionTimestamp"
         ):
             return
-        now = rfc3339(self.api.clock())
+        started_at = self.api.clock()
+        self._started[pod["metadata"].get("uid", "")] = started_at
+        now = rfc3339(started_at)
         node = self.api.store.get(self.api.rt_nodes.storage_key, "", pod["spec"]["nodeName"]) or {}
         host_ip = next(
             (

@@ -76,6 +76,13 @@ class NodePool(BaseModel):
             raise ValueError(str(err)) from None
         return value
 
+    @field_validator("extended")
+    @classmethod
+    def _extended(cls, values: dict[str, str]) -> dict[str, str]:
+        for value in values.values():
+            cls._quantity(value)
+        return values
+
     def allocatable(self) -> dict[str, str]:
         out = {
             "cpu": self.cpu,
@@ -136,9 +143,14 @@ def parse_pools(spec: str) -> list[NodePool]:
     pools = [parse_pool(part) for part in spec.split(";") if part.strip()]
     prefixes = [p.prefix for p in pools]
     if len(set(prefixes)) != len(prefixes):
+        taken = {prefix for prefix in prefixes if prefixes.count(prefix) == 1}
         for i, pool in enumerate(pools):
             if prefixes.count(pool.prefix) > 1:
-                pools[i] = pool.model_copy(update={"prefix": f"{pool.prefix}{i}"})
+                n = i
+                while f"{pool.prefix}{n}" in taken:  # e.g. "1:prefix=node1;1;1"
+                    n += 1
+                taken.add(f"{pool.prefix}{n}")
+                pools[i] = pool.model_copy(update={"prefix": f"{pool.prefix}{n}"})
     return pools
 
 

@@ -86,9 +86,10 @@ def default_pod(pod: Obj) -> Obj:
     spec.setdefault("enableServiceLinks", True)
     tolerations = list(spec.get("tolerations") or [])
     for default in DEFAULT_TOLERATIONS:
+        # DefaultTolerationSeconds: an empty key (or effect) tolerates every key (or effect)
         if not any(
             isinstance(t, dict)
-            and t.get("key") == default["key"]
+            and t.get("key") in (None, "", default["key"])
             and t.get("effect") in (None, "", "NoExecute")
             for t in tolerations
         ):

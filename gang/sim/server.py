@@ -92,21 +92,32 @@ class _Pages:
     def page(
         self, items: list[Obj], rv: str, limit: int, token: str | None
     ) -> tuple[list[Obj], str, str | None, int]:
-        """Return (page, list rv, next continue token or None, remaining count)."""
+        """Return (page, list rv, next continue token or None, remaining count).
+
+        ``limit`` 0 means the rest of the list. A token that does not decode is a 400, as
+        etcd3's DecodeContinue failing; a well-formed one for a forgotten snapshot is a 410,
+        as a token whose resourceVersion has been compacted.
+        """
         if token:
             try:
                 snap_id, offset = (
                     int(x) for x in base64.urlsafe_b64decode(token).decode().split(":")
                 )
-                rv, items = self._snapshots[snap_id]
-            except (ValueError, KeyError, UnicodeDecodeError):
+                if offset < 0:
+                    raise ValueError("negative offset")
+            except ValueError as err:  # binascii.Error and UnicodeDecodeError included
+                raise errors.bad_request(
+                    f"invalid continue token: continue key is not valid: {err}"
+                ) from None
+            if snap_id not in self._snapshots:
                 raise errors.gone(
                     "The provided continue parameter is too old to display a consistent list "
                     "result. You can start a new list without the continue parameter."
-                ) from None
+                )
+            rv, items = self._snapshots[snap_id]
         else:
             snap_id, offset = next(self._ids), 0
-        end = offset + limit
+        end = offset + limit if limit > 0 else len(items)
         if end >= len(items):
             self._snapshots.pop(snap_id, None)
             return items[offset:], rv, None, 0
@@ -327,7 +338,9 @@ class SimServer:
             raise errors.method_not_allowed()
         if method == "PUT":
             body = await self._body(request, rt)
-            return _json(self.api.update(rt, target.namespace, name, body, sub))
+            existed = self.store.get(rt.storage_key, target.namespace or "", name) is not None
+            result = self.api.update(rt, target.namespace, name, body, sub)
+            return _json(result, 200 if existed else 201)  # 201: created by the PUT
         if method == "PATCH":
             body = await self._body(request, rt)
             ctype = request.headers.get("Content-Type", "")
@@ -446,13 +459,14 @@ class SimServer:
         token = request.query.get("continue")
         meta: dict[str, Any] = {"resourceVersion": rv}
         if limit > 0 or token:
-            items, rv, next_token, remaining = self._pages.page(
-                items, rv, limit or len(items), token
-            )
+            items, rv, next_token, remaining = self._pages.page(items, rv, max(limit, 0), token)
             meta["resourceVersion"] = rv
             if next_token:
                 meta["continue"] = next_token
-                meta["remainingItemCount"] = remaining
+                labels, fields = self._selectors(request, rt)
+                if labels.is_empty() and fields.is_empty():
+                    # like etcd3's store: the count is only known when nothing is filtered out
+                    meta["remainingItemCount"] = remaining
         table = self._table(request, rt, items, meta["resourceVersion"], meta.get("continue"))
         if table is not None:
             return table
@@ -467,6 +481,8 @@ class SimServer:
         options = await self._delete_options(request)
         items = self.api.delete_collection(target.rt, victims, options)
         rt = target.rt
+        if rt.builtin:  # as in a list: items of built-in lists carry no kind/apiVersion
+            items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
         return _json(
             {
                 "kind": rt.list_kind,

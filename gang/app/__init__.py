@@ -1,0 +1,1 @@
+"""Entry-point assembly: the running scheduler process and its task supervision."""

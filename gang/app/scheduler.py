@@ -1,0 +1,154 @@
+"""The running scheduler: informers, the scheduling loop, binding, reporting — supervised.
+
+``GangScheduler.run()`` is the whole process minus the CLI: it lists and watches nodes, PodGroups
+and pods, waits until all three have synced (scheduling on a partial picture would over-commit),
+then pops gangs from the queue one at a time and runs the serial scheduling cycle, while binding
+and reporting proceed concurrently. All long-lived tasks run in one TaskGroup: if any of them
+dies, everything stops and the exception surfaces, so a supervisor (Kubernetes) restarts a
+process that is whole rather than one that is half-alive. After a restart nothing is assumed:
+bound members are facts read from the API, and half-bound gangs are placed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from gang.binding.binder import Binder
+from gang.binding.reporter import PODGROUPS, KubeReporter
+from gang.kube.informer import Informer
+from gang.kube.ratelimit import TokenBucket
+from gang.kube.transport import NODES, PODS, Kube
+from gang.models.settings import SchedulerConfig
+from gang.queue.gangqueue import GangQueue
+from gang.scheduling.cycle import Cycle
+from gang.scheduling.gang import Gang
+from gang.scheduling.placement import Placer
+from gang.scheduling.tracker import ClusterState
+from gang.state.cache import ClusterCache
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+
+@dataclass(slots=True)
+class Stats:
+    """Counters for tests, the demo and (later) metrics."""
+
+    cycles: int = 0
+    scheduled_cycles: int = 0
+    failed_cycles: int = 0
+    gangs_completed: int = 0
+    #: seconds from a gang's first waiting member to its quorum being bound
+    time_to_full_gang: list[float] = field(default_factory=list)
+
+
+class GangScheduler:
+    def __init__(
+        self, api_client: Any, config: SchedulerConfig | None = None, instance: str | None = None
+    ) -> None:
+        self.api_client = api_client
+        self.config = config or SchedulerConfig()
+        self.instance = instance or socket.gethostname()
+        self.ready = asyncio.Event()
+        self.stats = Stats()
+        self._started = False
+
+    def _build(self) -> None:
+        cfg = self.config
+        self.kube = Kube(self.api_client, TokenBucket(cfg.qps, cfg.burst))
+        self.cache = ClusterCache()
+        self.queue = GangQueue(
+            backoff_initial=cfg.backoff_initial_seconds,
+            backoff_max=cfg.backoff_max_seconds,
+            flush_after=cfg.unschedulable_flush_seconds,
+        )
+        self.reporter = KubeReporter(self.kube, cfg.scheduler_name, self.instance)
+        self.state = ClusterState(
+            cfg.scheduler_name, self.cache, self.queue, self.reporter, self._disrupted
+        )
+        self.placer = Placer(self.cache.index, cfg.weights, cfg.topology_key)
+        self.binder = Binder(self.kube, self.state, cfg.bind_concurrency, on_bound=self._bound)
+        self.cycle = Cycle(self.state, self.placer, cfg, on_permitted=self.binder.bind_gang)
+        self.informers = [
+            Informer(
+                self.kube,
+                kind,
+                handler,
+                resync_period=cfg.resync_period_seconds,
+                watch_timeout=cfg.watch_timeout_seconds,
+            )
+            for kind, handler in (
+                (NODES, self.state.nodes),
+                (PODGROUPS, self.state.groups),
+                (PODS, self.state.pods),
+            )
+        ]
+
+    async def run(self) -> None:
+        """Run until cancelled (or until a task fails, which is raised)."""
+        if self._started:
+            raise RuntimeError("a GangScheduler runs once")
+        self._started = True
+        self._build()
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                for informer in self.informers:
+                    tasks.create_task(informer.run(), name=f"informer {informer.kind.name}")
+                tasks.create_task(self.reporter.run_events(), name="events")
+                tasks.create_task(self.reporter.run_status(), name="podgroup status")
+                tasks.create_task(self._schedule_loop(), name="scheduling loop")
+        finally:
+            await asyncio.shield(self._settle())
+
+    async def _settle(self) -> None:
+        """On the way out: let binds in flight finish and write what users should see."""
+        try:
+            await asyncio.wait_for(self.binder.drain(), 10)
+            await self.reporter.flush(2)
+        except (
+            TimeoutError,
+            Exception,
+        ) as err:  # shutting down: report, never raise over the cause
+            log.warning("shutdown settle incomplete: %s", err)
+
+    async def _schedule_loop(self) -> None:
+        await asyncio.gather(*(i.has_synced.wait() for i in self.informers))
+        log.info(
+            "informers synced: %d nodes, %d pods, %d podgroups",
+            len(self.cache.nodes),
+            len(self.cache.pods),
+            len(self.state.podgroups),
+        )
+        self.ready.set()
+        while True:
+            key = await self.queue.pop()
+            gang = self.state.gangs.get(key)  # type: ignore[call-overload]
+            if gang is None:
+                continue
+            outcome = self.cycle.schedule(gang)
+            self.stats.cycles += 1
+            if outcome == "scheduled":
+                self.stats.scheduled_cycles += 1
+            else:
+                self.stats.failed_cycles += 1
+            self.queue.done(key, outcome)
+            await asyncio.sleep(0)  # let informers and binds run between cycles
+
+    # --- callbacks -----------------------------------------------------------------------
+
+    def _disrupted(self, gang: Gang, why: str) -> None:
+        self.cycle.disrupted(gang, why)
+
+    def _bound(self, gang: Gang, key: Key, node: str) -> None:
+        last_in_flight = gang.binding <= {key}
+        if gang.waiting_since is not None and last_in_flight and not gang.pending():
+            loop = asyncio.get_running_loop()
+            self.stats.time_to_full_gang.append(loop.time() - gang.waiting_since)
+            self.stats.gangs_completed += 1
+            gang.waiting_since = None
+        self.reporter.gang_changed(gang)

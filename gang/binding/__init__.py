@@ -1,0 +1,1 @@
+"""The binding cycle: binding permitted gangs, and telling users what happened."""

@@ -1,0 +1,1 @@
+"""The Kubernetes API as the scheduler uses it: transport, informers, binder, events, status."""

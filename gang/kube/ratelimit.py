@@ -1,0 +1,42 @@
+"""A token bucket: the client-side QPS/burst limit every well-behaved controller has.
+
+A scheduler that binds a 1,000-pod gang at full speed can flood an apiserver and get the whole
+control plane throttled (priority and fairness then answers 429 to everyone). kube-scheduler
+limits itself with client-go's token bucket (``--kube-api-qps``/``--kube-api-burst``); this is
+the same idea for asyncio: ``await limiter.acquire()`` before each request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` saved up. Fair: waiters are served FIFO."""
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._stamp = clock()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+    async def acquire(self) -> None:
+        async with self._lock:  # FIFO: the lock queues waiters in arrival order
+            self._refill()
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self.rate)
+                self._refill()
+            self._tokens -= 1

@@ -1,0 +1,274 @@
+"""Raw-JSON access to the apiserver over kubernetes-asyncio's transport, with retries.
+
+kubernetes-asyncio gives us what must not be reinvented — kubeconfig and in-cluster config,
+authentication, TLS, the URL of every operation. Its generated models are what the hot path
+must avoid: deserialising 20,000 pods into ``V1Pod`` objects costs seconds, and a successful
+binding (which answers a ``Status``) even raises in the generated client. So every call here
+passes ``_preload_content=False``, reads the HTTP status itself, and parses bodies with orjson.
+
+Transient failures (429 with ``Retry-After``, 5xx, broken connections) are retried with capped
+exponential backoff and jitter; everything else surfaces as ``KubeError`` with the server's
+Status reason and message, for the caller to decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from gang.kube.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeError(Exception):
+    """A non-success answer: ``status`` 0 means no answer at all (connection failure)."""
+
+    def __init__(
+        self, status: int, reason: str, message: str, retry_after: float | None = None
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 0 or self.status in RETRYABLE
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body) if self.body else None
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A resource the informers list and watch."""
+
+    name: str
+    group: str
+    version: str
+    plural: str
+
+    @property
+    def custom(self) -> bool:
+        return self.group not in ("", "core")
+
+
+PODS = Kind("pods", "", "v1", "pods")
+NODES = Kind("nodes", "", "v1", "nodes")
+
+
+def backoff_delay(attempt: int, initial: float = 0.2, cap: float = 10.0) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(cap, initial * 2**attempt)]."""
+    return random.uniform(0.0, min(cap, initial * (2**attempt)))
+
+
+def error_from(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> KubeError:
+    reason, message = "Unknown", body[:300].decode(errors="replace")
+    try:
+        parsed = orjson.loads(body)
+        if isinstance(parsed, dict):
+            reason = str(parsed.get("reason") or reason)
+            message = str(parsed.get("message") or message)
+    except orjson.JSONDecodeError:
+        pass
+    retry_after = None
+    if headers is not None and headers.get("Retry-After"):
+        try:
+            retry_after = float(headers["Retry-After"])
+        except ValueError:
+            retry_after = None
+    return KubeError(status, reason, message, retry_after)
+
+
+class Kube:
+    """The operations the scheduler needs, each one HTTP request (plus retries)."""
+
+    def __init__(
+        self, api_client: Any, limiter: TokenBucket | None = None, max_retries: int = 5
+    ) -> None:
+        from kubernetes_asyncio import client
+
+        self.api_client = api_client
+        # typed as Any: we pass plain dicts and transport-level keywords the stubs do not list
+        self.core: Any = client.CoreV1Api(api_client)
+        self.custom: Any = client.CustomObjectsApi(api_client)
+        self.limiter = limiter
+        self.max_retries = max_retries
+
+    async def _once(self, call: Callable[[], Awaitable[Any]], limited: bool) -> Answer:
+        if limited and self.limiter is not None:
+            await self.limiter.acquire()
+        try:
+            resp = await call()
+            try:
+                body = await resp.read()
+            finally:
+                resp.release()
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            raise KubeError(0, "ConnectionError", str(err) or type(err).__name__) from err
+        if not 200 <= resp.status < 300:
+            raise error_from(resp.status, body, resp.headers)
+        return Answer(resp.status, body)
+
+    async def request(
+        self,
+        call: Callable[[], Awaitable[Any]],
+        *,
+        limited: bool = True,
+        retries: int | None = None,
+    ) -> Answer:
+        """Run ``call`` (a generated-API call with ``_preload_content=False``) with retries."""
+        attempts = self.max_retries if retries is None else retries
+        attempt = 0
+        while True:
+            try:
+                return await self._once(call, limited)
+            except KubeError as err:
+                if not err.retryable or attempt >= attempts:
+                    raise
+                delay = err.retry_after if err.retry_after is not None else backoff_delay(attempt)
+                log.debug("retrying after %s (attempt %d, %.2fs)", err, attempt + 1, delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    # --- list and watch ------------------------------------------------------------------
+
+    def _list_call(self, kind: Kind, **params: Any) -> Callable[[], Awaitable[Any]]:
+        if kind is PODS:
+            return lambda: self.core.list_pod_for_all_namespaces(_preload_content=False, **params)
+        if kind is NODES:
+            return lambda: self.core.list_node(_preload_content=False, **params)
+        return lambda: self.custom.list_cluster_custom_object(
+            kind.group, kind.version, kind.plural, _preload_content=False, **params
+        )
+
+    async def list(self, kind: Kind) -> tuple[list[Obj], str]:
+        """All objects of ``kind`` and the list's resourceVersion (paged, 500 per request)."""
+        items: list[Obj] = []
+        token: str | None = None
+        rv = ""
+        while True:
+            params: dict[str, Any] = {"limit": 500}
+            if token:
+                params["_continue"] = token
+            answer = await self.request(self._list_call(kind, **params), limited=False)
+            body = answer.json()
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            rv = meta.get("resourceVersion") or rv
+            token = meta.get("continue")
+            if not token:
+                return items, rv
+
+    async def watch(
+        self, kind: Kind, resource_version: str, timeout_seconds: int
+    ) -> AsyncIterator[Obj]:
+        """Events after ``resource_version`` until the server ends the stream.
+
+        Yields the decoded event objects, ``ERROR`` events included (the caller relists on 410).
+        Raises KubeError if the watch cannot be opened or the stream breaks.
+        """
+        call = self._list_call(
+            kind,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=10, sock_read=timeout_seconds + 30
+            ),
+        )
+        try:
+            resp = await call()
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            raise KubeError(0, "ConnectionError", str(err) or type(err).__name__) from err
+        try:
+            if resp.status != 200:
+                raise error_from(resp.status, await resp.read(), resp.headers)
+            while True:
+                try:
+                    line = await resp.content.readline()
+                except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                    raise KubeError(0, "StreamBroken", str(err) or type(err).__name__) from err
+                if not line:
+                    return
+                if line.strip():
+                    yield orjson.loads(line)
+        finally:
+            resp.release()
+
+    # --- writes --------------------------------------------------------------------------
+
+    async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
+        """POST pods/{name}/binding once (no retries: the binder owns that policy)."""
+        from kubernetes_asyncio import client
+
+        meta = client.V1ObjectMeta(name=name, namespace=namespace, uid=uid)
+        body = client.V1Binding(
+            metadata=meta, target=client.V1ObjectReference(kind="Node", name=node, api_version="v1")
+        )
+        await self.request(
+            lambda: self.core.create_namespaced_pod_binding(
+                name, namespace, body, _preload_content=False
+            ),
+            retries=0,
+        )
+
+    async def get_pod(self, namespace: str, name: str) -> Obj | None:
+        try:
+            answer = await self.request(
+                lambda: self.core.read_namespaced_pod(name, namespace, _preload_content=False),
+                limited=False,
+            )
+        except KubeError as err:
+            if err.status == 404:
+                return None
+            raise
+        result: Obj = answer.json()
+        return result
+
+    async def patch_custom_status(self, kind: Kind, namespace: str, name: str, status: Obj) -> None:
+        await self.request(
+            lambda: self.custom.patch_namespaced_custom_object_status(
+                kind.group,
+                kind.version,
+                namespace,
+                kind.plural,
+                name,
+                {"status": status},
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+        )
+
+    async def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> None:
+        await self.request(
+            lambda: self.core.patch_namespaced_pod_status(
+                name, namespace, patch, _preload_content=False
+            )
+        )
+
+    async def create_event(self, namespace: str, event: Obj) -> None:
+        await self.request(
+            lambda: self.core.create_namespaced_event(namespace, event, _preload_content=False),
+            retries=2,
+        )

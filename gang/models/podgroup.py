@@ -1,0 +1,126 @@
+"""PodGroups as the scheduler sees them: validated once at the boundary, then plain values.
+
+A PodGroup is user input (``kubectl apply``), so anything can arrive: ``minMember: 0``,
+``"three"``, negative quantities in ``minResources``, a timeout of a year. The scheduler must
+report such a group clearly and keep serving everyone else, never crash or guess. So raw JSON
+goes through a pydantic model here — the one place that knows the rules — and comes out either
+as a ``PodGroupInfo`` with canonical integer resource units, or as a ``PodGroupInfo`` carrying
+``error`` (the message shown in Events and the status condition) and no spec.
+
+The field names and semantics are those of the Coscheduling plugin's
+``scheduling.x-k8s.io/v1alpha1`` PodGroup, so existing objects keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+
+from gang.models.quantity import QuantityError, parse_quantity, resource_units
+
+POD_GROUP_GROUP = "scheduling.x-k8s.io"
+POD_GROUP_VERSION = "v1alpha1"
+POD_GROUP_PLURAL = "podgroups"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+#: the longest wait for a quorum we accept; longer values are surely a unit mistake.
+MAX_SCHEDULE_TIMEOUT_SECONDS = 7 * 24 * 3600
+#: no gang is bigger than the largest clusters' pod count; above this is a typo.
+MAX_MIN_MEMBER = 100_000
+
+
+class PodGroupSpec(BaseModel):
+    """The validated spec; unknown fields are ignored (forward compatibility)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    min_member: StrictInt = Field(alias="minMember", ge=1, le=MAX_MIN_MEMBER)
+    min_resources: dict[str, str | StrictInt] = Field(default_factory=dict, alias="minResources")
+    schedule_timeout_seconds: StrictInt | None = Field(
+        default=None, alias="scheduleTimeoutSeconds", ge=1, le=MAX_SCHEDULE_TIMEOUT_SECONDS
+    )
+
+    @field_validator("min_resources")
+    @classmethod
+    def _quantities(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+        for name, quantity in value.items():
+            try:
+                parsed = parse_quantity(quantity)
+            except QuantityError as err:
+                raise ValueError(f"{name}: {err}") from None
+            if parsed < 0:
+                raise ValueError(f"{name}: must not be negative, got {quantity!r}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupInfo:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: int
+    creation_timestamp: float
+    min_member: int = 1
+    #: canonical integer units (cpu in millicores, everything else whole units)
+    min_resources: Mapping[str, int] = field(default_factory=dict)
+    schedule_timeout_seconds: float | None = None
+    #: why the spec is unusable, or None; a group with an error is never scheduled
+    error: str | None = None
+    status: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.namespace, self.name
+
+
+def parse_timestamp(value: Any) -> float:
+    """RFC 3339 ``creationTimestamp`` to epoch seconds; 0.0 when absent or malformed."""
+    if not isinstance(value, str):
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for problem in err.errors():
+        where = ".".join(str(p) for p in problem["loc"])
+        parts.append(f"spec.{where}: {problem['msg']}")
+    return "; ".join(parts)
+
+
+def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
+    """Raw PodGroup JSON → PodGroupInfo; an invalid spec yields ``error``, never an exception."""
+    meta = raw.get("metadata") or {}
+    try:
+        rv = int(meta.get("resourceVersion") or 0)
+    except (TypeError, ValueError):
+        rv = 0
+    status = raw.get("status")
+    base = PodGroupInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        resource_version=rv,
+        creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
+        status=status if isinstance(status, Mapping) else {},
+    )
+    spec = raw.get("spec")
+    if not isinstance(spec, Mapping):
+        return replace(base, error="spec: required, with spec.minMember")
+    try:
+        parsed = PodGroupSpec.model_validate(spec)
+    except ValidationError as err:
+        return replace(base, error=_describe(err))
+    timeout = parsed.schedule_timeout_seconds
+    return replace(
+        base,
+        min_member=parsed.min_member,
+        min_resources={k: resource_units(k, v) for k, v in parsed.min_resources.items()},
+        schedule_timeout_seconds=float(timeout) if timeout is not None else None,
+    )

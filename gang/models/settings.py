@@ -1,0 +1,57 @@
+"""The scheduler's configuration: one validated model, so a bad value stops start-up by name.
+
+Every tunable the scheduler reads lives here with its default and the reason for it; modules
+receive the parts they need rather than reading globals. Loading from YAML, flags and the
+environment is the entry point's business; this module only says what is valid.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_SCHEDULER_NAME = "gang-scheduler"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+class ScoreWeights(BaseModel):
+    """Weights of the node scores (0 disables one). Scores are 0-100 before weighting.
+
+    The default packs (most-allocated): gangs of accelerators suffer most from fragmentation,
+    since a 64-GPU gang needs whole free nodes; balanced allocation keeps cpu/memory/gpu use
+    even on a node, and gang packing keeps a gang's members in one topology domain.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    least_allocated: int = Field(default=0, ge=0, le=100)
+    most_allocated: int = Field(default=1, ge=0, le=100)
+    balanced_allocation: int = Field(default=1, ge=0, le=100)
+    gang_packing: int = Field(default=2, ge=0, le=100)
+
+
+class SchedulerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: pods whose spec.schedulerName equals this are ours
+    scheduler_name: str = Field(default=DEFAULT_SCHEDULER_NAME, min_length=1)
+    #: Permit wait for a quorum when the PodGroup sets no scheduleTimeoutSeconds
+    #: (Coscheduling's default permit waiting time is 60 s as well)
+    default_schedule_timeout_seconds: float = Field(default=60.0, gt=0, le=7 * 24 * 3600)
+    #: per-gang exponential backoff after a failed attempt: initial, doubling, capped
+    backoff_initial_seconds: float = Field(default=1.0, gt=0)
+    backoff_max_seconds: float = Field(default=30.0, gt=0)
+    #: a gang that could not be placed is retried at the latest after this long, even if no
+    #: cluster event looked relevant (a safety net, like kube-scheduler's 5 min flush)
+    unschedulable_flush_seconds: float = Field(default=60.0, gt=0)
+    #: the label whose values are the topology domains gang packing keeps a gang inside
+    topology_key: str = Field(default=ZONE_LABEL, min_length=1)
+    weights: ScoreWeights = Field(default_factory=ScoreWeights)
+    #: binds in flight at once, across all gangs
+    bind_concurrency: int = Field(default=32, ge=1, le=1024)
+    #: client-side rate limit for API writes (token bucket)
+    qps: float = Field(default=100.0, gt=0)
+    burst: int = Field(default=200, ge=1)
+    #: full relist of every informer, repairing anything a watch missed
+    resync_period_seconds: float = Field(default=300.0, gt=0)
+    #: server-side timeout of one watch request; the informer reconnects after it
+    watch_timeout_seconds: int = Field(default=300, ge=1)

@@ -1,0 +1,1 @@
+"""The gang queue: ordering, backoff, and re-activation on cluster events."""

@@ -1,0 +1,175 @@
+"""The gang queue: which gang the scheduling cycle takes next, and when a failed one returns.
+
+Three places a gang can be, as in kube-scheduler's scheduling queue, but per gang:
+- **active**: a heap ordered by the QueueSort key (priority → QoS → PodGroup age → name);
+- **backoff**: failed recently; returns to active when its per-gang exponential backoff
+  (initial x 2^attempts, capped) has passed;
+- **unschedulable**: did not fit; returns to active when a cluster event could make it fit
+  (``activate_unschedulable``) — and at the latest after ``flush_after``, as a safety net.
+
+A gang is in at most one place at a time. ``pop`` waits while nothing is active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+GangKey = Hashable
+SortKey = tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class _Entry:
+    sort_key: SortKey
+    attempts: int = 0
+    where: str = ""  # "active" | "backoff" | "unschedulable" | "" (popped, being scheduled)
+    timer: asyncio.TimerHandle | None = None
+
+
+class GangQueue:
+    def __init__(
+        self,
+        *,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+        flush_after: float = 60.0,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.flush_after = flush_after
+        self._entries: dict[GangKey, _Entry] = {}
+        self._heap: list[tuple[SortKey, int, GangKey]] = []
+        self._seq = itertools.count()
+        self._ready = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._clock = clock or self._loop.time
+
+    # --- membership ----------------------------------------------------------------------
+
+    def __contains__(self, key: GangKey) -> bool:
+        return key in self._entries
+
+    def where(self, key: GangKey) -> str | None:
+        entry = self._entries.get(key)
+        return entry.where if entry is not None else None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def counts(self) -> dict[str, int]:
+        out = {"active": 0, "backoff": 0, "unschedulable": 0, "in_flight": 0}
+        for entry in self._entries.values():
+            out[entry.where or "in_flight"] += 1
+        return out
+
+    def add(self, key: GangKey, sort_key: SortKey) -> None:
+        """A gang has work (new or changed members): make it active unless it is backing off."""
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry(sort_key)
+            self._push(key, entry)
+            return
+        changed = entry.sort_key != sort_key
+        entry.sort_key = sort_key
+        if entry.where == "unschedulable" or (entry.where == "active" and changed):
+            self._push(key, entry)
+        # active with a new key: pushed again (pop skips the stale entry); backoff: waits;
+        # in flight: ``done`` decides where it goes next
+
+    def remove(self, key: GangKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry.timer is not None:
+            entry.timer.cancel()
+
+    # --- the cycle's side ----------------------------------------------------------------
+
+    async def pop(self) -> GangKey:
+        while True:
+            while self._heap:
+                _, _, key = heapq.heappop(self._heap)
+                entry = self._entries.get(key)
+                if entry is not None and entry.where == "active":
+                    entry.where = ""
+                    return key
+            self._ready.clear()
+            await self._ready.wait()
+
+    def done(self, key: GangKey, outcome: str) -> None:
+        """After a cycle: ``"scheduled"`` forgets the gang (until ``add``), ``"unschedulable"``
+        parks it, ``"backoff"`` delays it, ``"requeue"`` makes it active again."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return
+        if outcome == "scheduled":
+            self.remove(key)
+        elif outcome == "unschedulable":
+            entry.attempts += 1
+            self._park(key, entry, "unschedulable", self.flush_after)
+        elif outcome == "backoff":
+            entry.attempts += 1
+            self._park(key, entry, "backoff", self.backoff_for(entry.attempts))
+        elif outcome == "requeue":
+            self._push(key, entry)
+        else:
+            raise ValueError(f"unknown outcome {outcome!r}")
+
+    def backoff(self, key: GangKey) -> None:
+        """Delay a known gang by its next backoff step (e.g. after a Permit timeout)."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.attempts += 1
+            self._park(key, entry, "backoff", self.backoff_for(entry.attempts))
+
+    def backoff_for(self, attempts: int) -> float:
+        return float(min(self.backoff_max, self.backoff_initial * 2 ** max(0, attempts - 1)))
+
+    def attempts(self, key: GangKey) -> int:
+        entry = self._entries.get(key)
+        return entry.attempts if entry is not None else 0
+
+    # --- events ----------------------------------------------------------------------------
+
+    def activate_unschedulable(self) -> int:
+        """A cluster event (node added, capacity released, ...) might let parked gangs fit.
+
+        Gangs still in backoff stay there: backoff is about pacing, not capacity.
+        """
+        moved = 0
+        for key, entry in self._entries.items():
+            if entry.where == "unschedulable":
+                self._push(key, entry)
+                moved += 1
+        return moved
+
+    def activate(self, key: GangKey) -> None:
+        """Make one gang active now (its own event: a member arrived, its PodGroup changed)."""
+        entry = self._entries.get(key)
+        if entry is not None and entry.where == "unschedulable":
+            self._push(key, entry)
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _push(self, key: GangKey, entry: _Entry) -> None:
+        if entry.timer is not None:
+            entry.timer.cancel()
+            entry.timer = None
+        entry.where = "active"
+        heapq.heappush(self._heap, (entry.sort_key, next(self._seq), key))
+        self._ready.set()
+
+    def _park(self, key: GangKey, entry: _Entry, where: str, delay: float) -> None:
+        entry.where = where
+        if entry.timer is not None:
+            entry.timer.cancel()
+        entry.timer = self._loop.call_later(delay, self._expire, key, entry)
+
+    def _expire(self, key: GangKey, entry: _Entry) -> None:
+        entry.timer = None
+        if self._entries.get(key) is entry and entry.where in ("backoff", "unschedulable"):
+            self._push(key, entry)

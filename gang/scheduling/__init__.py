@@ -1,0 +1,1 @@
+"""Placement decisions: per-node filters and the gang reservation built on them."""

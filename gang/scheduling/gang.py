@@ -1,0 +1,117 @@
+"""A gang: the pods of one PodGroup (or one lone pod) and where each of them stands.
+
+Member states are derived from two facts, so they cannot disagree: what the API last said of
+the pod (``members``) and which pods this scheduler has reserved a node for (``reserved``).
+
+    pending   ours, unassigned, not deleting, not reserved — waits for placement
+    reserved  assumed in the cache on a node, waiting in Permit or being bound
+    bound     assigned to a node (by us or anyone) and not finished
+
+Invariant: a key is in ``reserved`` only while the API shows the pod unassigned; the moment
+the informer reports it bound, it leaves ``reserved`` (the cache turns ASSUMED into BOUND).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from gang.models.podgroup import PodGroupInfo
+from gang.state.podinfo import QOS_RANK, PodInfo
+
+Key = tuple[str, str]
+
+
+class GangKey(NamedTuple):
+    """``(namespace, group, pod)``: ``group`` set for a PodGroup, ``pod`` set for a lone pod."""
+
+    namespace: str
+    group: str
+    pod: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.group or self.pod}"
+
+
+def gang_key_of(pod: PodInfo) -> GangKey:
+    if pod.group:
+        return GangKey(pod.namespace, pod.group)
+    return GangKey(pod.namespace, "", pod.name)
+
+
+@dataclass(eq=False)
+class Gang:
+    key: GangKey
+    podgroup: PodGroupInfo | None = None
+    members: dict[Key, PodInfo] = field(default_factory=dict)
+    reserved: dict[Key, str] = field(default_factory=dict)
+    binding: set[Key] = field(default_factory=set)
+    #: loop time the gang first had a member waiting (for time-to-full-gang); None when none
+    waiting_since: float | None = None
+    #: Permit: loop time the quorum wait ends, and the timer that releases the reservations
+    permit_deadline: float | None = None
+    permit_timer: asyncio.TimerHandle | None = None
+    #: why the gang is not (fully) placed, for Events, status and /debug
+    last_failure: str | None = None
+    #: loop time of the last FailedScheduling event per message (avoid flooding)
+    reported: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def single(self) -> bool:
+        return not self.key.group
+
+    @property
+    def min_member(self) -> int:
+        if self.podgroup is None or self.podgroup.error is not None:
+            return 1
+        return self.podgroup.min_member
+
+    @property
+    def timeout(self) -> float | None:
+        return self.podgroup.schedule_timeout_seconds if self.podgroup is not None else None
+
+    def pending(self) -> list[PodInfo]:
+        return [
+            p
+            for k, p in self.members.items()
+            if not p.assigned
+            and not p.terminal
+            and not p.deleting
+            and not p.scheduling_gated
+            and k not in self.reserved
+        ]
+
+    def bound(self) -> list[PodInfo]:
+        return [p for p in self.members.values() if p.assigned and not p.terminal]
+
+    def count_phase(self, phase: str) -> int:
+        return sum(1 for p in self.members.values() if p.phase == phase and p.assigned)
+
+    def placed(self) -> int:
+        """Members holding a node: bound (not finished) plus reserved."""
+        return len(self.bound()) + len(self.reserved)
+
+    def has_quorum(self) -> bool:
+        return self.placed() >= self.min_member
+
+    def sort_key(self) -> tuple[int, int, int, float, str, str]:
+        """QueueSort: half-bound gangs first (their bound members are idle until the rest
+        arrive, e.g. after a restart), then priority (high first) → QoS (Guaranteed first) →
+        PodGroup age → name."""
+        pods = list(self.members.values())
+        priority = max((p.priority for p in pods), default=0)
+        qos = max((p.qos_rank for p in pods), default=QOS_RANK["BestEffort"])
+        if self.podgroup is not None:
+            created = self.podgroup.creation_timestamp
+        else:
+            created = min((p.creation_timestamp for p in pods), default=0.0)
+        half_bound = 0 if self.bound() and self.pending() else 1
+        return (
+            half_bound,
+            -priority,
+            -qos,
+            created,
+            self.key.namespace,
+            self.key.group or self.key.pod,
+        )

@@ -1,0 +1,307 @@
+"""Placement: choose a node for every member of a gang on one snapshot, or for none.
+
+This is the Filter → Score → assign part of the scheduling cycle, done for a whole gang at once
+on a private copy of the cluster's free capacity: each member placed consumes what it requests,
+so the next member sees what is really left and two members never count the same free GPU. If
+the members that are needed cannot all be placed, the answer is "none of them" and the reasons,
+so nothing is reserved for a gang that cannot run.
+
+Speed comes from shape: free capacity is a ``nodes x resources`` int64 matrix, so the resource
+filter and the scores are vector operations over all nodes; the label/taint filters run in Python
+once per distinct pod template and node-set version and are cached (members of a gang share a
+template, and gangs often share one with each other).
+
+Gang packing: distributed training is sensitive to the network between workers, so when the
+``gang_packing`` weight is on, the placer first tries to fit the whole gang inside one topology
+domain (``topology_key``, default zone) — the domain already holding its bound members first,
+then the tightest domain that fits — and only then spreads across domains, still scoring nodes in
+domains the gang already uses higher.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.models.settings import ScoreWeights
+from gang.scheduling.predicates import (
+    REASON_HOST_PORTS,
+    first_failure,
+    host_port_key,
+    insufficient,
+    summarize,
+)
+from gang.state.cache import Snapshot
+from gang.state.podinfo import Constraints, PodInfo
+from gang.state.resources import ResourceIndex, Vector
+
+Key = tuple[str, str]
+Mask = npt.NDArray[np.bool_]
+MAX_DOMAIN_TRIES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    assignments: dict[Key, str]  # pod key → node name
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaceable:
+    message: str
+    placed: int  # how many needed members fitted before one did not
+    needed: int
+
+
+@dataclass(slots=True)
+class _Static:
+    mask: Mask
+    reasons: list[str | None]  # per row: why the static filters reject it
+
+
+class Placer:
+    """Stateless across cycles except for caches keyed on the snapshot's node-set version."""
+
+    def __init__(self, index: ResourceIndex, weights: ScoreWeights, topology_key: str) -> None:
+        self.index = index
+        self.weights = weights
+        self.topology_key = topology_key
+        self._version = -1
+        self._static: dict[Constraints, _Static] = {}
+        self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+    # --- caches --------------------------------------------------------------------------
+
+    def _refresh(self, snap: Snapshot) -> None:
+        if snap.version == self._version and len(self._domains) == len(snap.names):
+            return
+        self._version = snap.version
+        self._static.clear()
+        ids: dict[str, int] = {}
+        domains = np.full(len(snap.names), -1, dtype=np.int64)
+        for row, facts in enumerate(snap.facts):
+            if facts is not None:
+                value = facts.labels.get(self.topology_key)
+                if value is not None:
+                    domains[row] = ids.setdefault(value, len(ids))
+        self._domains = domains
+
+    def static(self, snap: Snapshot, constraints: Constraints) -> _Static:
+        """Rows passing unschedulable / taint / affinity filters for this template (cached)."""
+        self._refresh(snap)
+        found = self._static.get(constraints)
+        if found is None:
+            reasons: list[str | None] = [None] * len(snap.names)
+            mask = snap.valid.copy()
+            for row, facts in enumerate(snap.facts):
+                if facts is None:
+                    continue
+                reason = first_failure(constraints, facts)
+                if reason is not None:
+                    reasons[row] = reason
+                    mask[row] = False
+            found = self._static[constraints] = _Static(mask, reasons)
+        return found
+
+    # --- the decision --------------------------------------------------------------------
+
+    def place(
+        self,
+        snap: Snapshot,
+        pods: Sequence[PodInfo],
+        need: int,
+        anchors: Sequence[str] = (),
+    ) -> Placement | Unplaceable:
+        """Place ``need`` of ``pods`` (all-or-nothing), then as many of the rest as fit.
+
+        ``anchors`` are the nodes of members already bound or reserved: their domains count as
+        the gang's own. ``snap.free`` is consumed.
+        """
+        self._refresh(snap)
+        width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
+        ordered = sorted(pods, key=lambda p: (-self._size(p, snap), p.creation_timestamp, p.name))
+        vectors = {p.key: self.index.fit(self.index.vector(p.requests))[:width] for p in ordered}
+        row_of = {name: row for row, name in enumerate(snap.names) if name}
+        anchor_domains = {int(self._domains[row_of[n]]) for n in anchors if n in row_of} - {-1}
+        needed, extras = ordered[:need], ordered[need:]
+
+        attempt: dict[Key, int] | Unplaceable | None = None
+        if self.weights.gang_packing > 0 and len(needed) + len(anchors) > 1:
+            for domain in self._candidate_domains(snap, needed, vectors, anchor_domains):
+                rows = self._domains == domain
+                trial = snap.free.copy()
+                result = self._greedy(snap, trial, needed, vectors, rows, {domain})
+                if not isinstance(result, Unplaceable):
+                    snap.free[:] = trial
+                    attempt = result
+                    break
+        if attempt is None:
+            attempt = self._greedy(snap, snap.free, needed, vectors, None, set(anchor_domains))
+        if isinstance(attempt, Unplaceable):
+            return attempt
+        used = {int(self._domains[row]) for row in attempt.values()} | anchor_domains
+        for pod in extras:
+            extra = self._greedy(snap, snap.free, [pod], vectors, None, used)
+            if isinstance(extra, Unplaceable):
+                break
+            attempt.update(extra)
+        return Placement({key: snap.names[row] for key, row in attempt.items()})
+
+    def _size(self, pod: PodInfo, snap: Snapshot) -> float:
+        """Dominant share of the pod's request against the largest node: big members first."""
+        largest = snap.allocatable.max(axis=0) if len(snap.allocatable) else np.zeros(0)
+        share = 0.0
+        for name, amount in pod.requests.items():
+            if name == "pods" or not self.index.has(name):
+                continue
+            col = self.index.column(name)
+            if col < len(largest) and largest[col] > 0:
+                share = max(share, amount / float(largest[col]))
+        return share
+
+    def _candidate_domains(
+        self, snap: Snapshot, pods: Sequence[PodInfo], vectors: dict[Key, Vector], anchors: set[int]
+    ) -> list[int]:
+        """Domains that might hold all of ``pods``: the anchors' first, then tightest fit first."""
+        if not len(self._domains) or self._domains.max() < 0:
+            return []
+        first = pods[0]
+        vec = vectors[first.key]
+        static = self.static(snap, first.constraints).mask
+        positive = vec > 0
+        if positive.any():
+            per_node = np.min(
+                np.where(static[:, None], snap.free[:, positive], 0) // vec[positive], axis=1
+            )
+        else:
+            per_node = np.where(static, len(pods), 0)
+        per_node = np.clip(per_node, 0, None)
+        capacity = np.bincount(
+            self._domains[self._domains >= 0], weights=per_node[self._domains >= 0]
+        )
+        fitting = [d for d in range(len(capacity)) if capacity[d] >= len(pods)]
+        fitting.sort(key=lambda d: (d not in anchors, capacity[d], d))
+        return fitting[:MAX_DOMAIN_TRIES]
+
+    def _greedy(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        pods: Sequence[PodInfo],
+        vectors: dict[Key, Vector],
+        rows: Mask | None,
+        used_domains: set[int],
+    ) -> dict[Key, int] | Unplaceable:
+        """Place each pod on its best-scoring feasible row, consuming ``free``."""
+        chosen: dict[Key, int] = {}
+        claimed_ports: dict[int, Counter[tuple[str, str, int]]] = {}
+        for i, pod in enumerate(pods):
+            vec = vectors[pod.key]
+            static = self.static(snap, pod.constraints)
+            fit = static.mask & np.all(free >= vec, axis=1)
+            if rows is not None:
+                fit &= rows
+            if pod.constraints.host_ports:
+                fit &= self._ports_free(snap, pod, claimed_ports)
+            candidates = np.flatnonzero(fit)
+            if candidates.size == 0:
+                return Unplaceable(
+                    self._explain(snap, free, pod, vec, static, claimed_ports, rows),
+                    placed=i,
+                    needed=len(pods),
+                )
+            scores = self._score(snap, free, candidates, vec, used_domains)
+            row = int(candidates[int(np.argmax(scores))])
+            free[row] -= vec
+            chosen[pod.key] = row
+            if self._domains[row] >= 0:
+                used_domains.add(int(self._domains[row]))
+            for port in pod.constraints.host_ports:
+                key = host_port_key(port)
+                if key is not None:
+                    claimed_ports.setdefault(row, Counter())[key] += 1
+        return chosen
+
+    def _ports_free(
+        self, snap: Snapshot, pod: PodInfo, claimed: dict[int, Counter[tuple[str, str, int]]]
+    ) -> Mask:
+        ok = np.ones(len(snap.names), dtype=np.bool_)
+        wanted = [
+            k for k in (host_port_key(p) for p in pod.constraints.host_ports) if k is not None
+        ]
+        for row, name in enumerate(snap.names):
+            used = set(snap.used_ports.get(name, ())) | set(claimed.get(row, ()))
+            if used and _conflicts(wanted, used):
+                ok[row] = False
+        return ok
+
+    def _score(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        candidates: npt.NDArray[np.intp],
+        vec: Vector,
+        used_domains: set[int],
+    ) -> npt.NDArray[np.float64]:
+        """Weighted sum of 0-100 scores, higher is better; ties go to the lowest row."""
+        w = self.weights
+        wanted = [int(c) for c in np.flatnonzero(vec > 0) if self.index.names[c] != "pods"]
+        if not wanted:
+            wanted = [self.index.column("cpu"), self.index.column("memory")]
+        cols = np.array(wanted, dtype=np.intp)
+        alloc = snap.allocatable[np.ix_(candidates, cols)].astype(np.float64)
+        after = (free[np.ix_(candidates, cols)] - vec[cols]).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            util = np.where(alloc > 0, 1.0 - after / alloc, 1.0)
+        total = np.zeros(len(candidates), dtype=np.float64)
+        if w.least_allocated:
+            total += w.least_allocated * (1.0 - util.mean(axis=1)) * 100.0
+        if w.most_allocated:
+            total += w.most_allocated * util.mean(axis=1) * 100.0
+        if w.balanced_allocation and len(cols) > 1:
+            total += w.balanced_allocation * (1.0 - util.std(axis=1)) * 100.0
+        if w.gang_packing and used_domains:
+            in_used = np.isin(self._domains[candidates], list(used_domains))
+            total += w.gang_packing * in_used * 100.0
+        return total
+
+    def _explain(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        pod: PodInfo,
+        vec: Vector,
+        static: _Static,
+        claimed: dict[int, Counter[tuple[str, str, int]]],
+        rows: Mask | None,
+    ) -> str:
+        """kube-scheduler's FitError histogram for this pod on the consumed snapshot."""
+        reasons: Counter[str] = Counter()
+        ports_ok = self._ports_free(snap, pod, claimed) if pod.constraints.host_ports else None
+        for row in np.flatnonzero(snap.valid):
+            reason = static.reasons[row]
+            if reason is not None:
+                reasons[reason] += 1
+                continue
+            if ports_ok is not None and not ports_ok[row]:
+                reasons[REASON_HOST_PORTS] += 1
+                continue
+            short = np.flatnonzero(free[row] < vec)
+            for col in short:
+                reasons[insufficient(self.index.names[col])] += 1
+        return summarize(int(snap.valid.sum()), reasons)
+
+
+def _conflicts(wanted: list[tuple[str, str, int]], used: set[tuple[str, str, int]]) -> bool:
+    for ip, protocol, number in wanted:
+        for used_ip, used_protocol, used_number in used:
+            if (
+                used_protocol == protocol
+                and used_number == number
+                and (ip == used_ip or "0.0.0.0" in (ip, used_ip))
+            ):
+                return True
+    return False

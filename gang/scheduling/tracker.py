@@ -1,0 +1,220 @@
+"""The scheduler's picture of the cluster, fed by the informers: cache, gangs, PodGroups, queue.
+
+Informer callbacks land here, synchronously and in order. Each one updates the capacity
+accounting (every pod, whoever scheduled it), the gang a pod of ours belongs to, and tells the
+queue who might now fit: a gang whose own members or PodGroup changed is activated, and any
+event that could free room or add nodes re-activates every gang parked as unschedulable
+(instead of polling them). Whatever the Permit stage must react to — a reserved member deleted,
+a node holding reservations removed, a PodGroup deleted — is passed to ``on_disruption``.
+
+Bad input never stops the flow: a pod or PodGroup that cannot be parsed is reported once
+(``Reporter``) and otherwise ignored, and everyone else keeps being served.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from gang.models.podgroup import PodGroupInfo, parse_podgroup
+from gang.queue.gangqueue import GangQueue
+from gang.scheduling.gang import Gang, GangKey, gang_key_of
+from gang.state.cache import ClusterCache
+from gang.state.podinfo import PodInfo, PodParseError, parse_pod
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+
+
+class Reporter(Protocol):
+    """Where the scheduling side sends what users should see (Events, PodGroup status)."""
+
+    def pod_event(self, pod: Key, uid: str, kind: str, reason: str, message: str) -> None: ...
+    def podgroup_event(self, group: PodGroupInfo, kind: str, reason: str, message: str) -> None: ...
+    def gang_changed(self, gang: Gang) -> None: ...
+
+
+class ClusterState:
+    def __init__(
+        self,
+        scheduler_name: str,
+        cache: ClusterCache,
+        queue: GangQueue,
+        reporter: Reporter,
+        on_disruption: Callable[[Gang, str], None],
+    ) -> None:
+        self.scheduler_name = scheduler_name
+        self.cache = cache
+        self.queue = queue
+        self.reporter = reporter
+        self.on_disruption = on_disruption
+        self.gangs: dict[GangKey, Gang] = {}
+        self.podgroups: dict[Key, PodGroupInfo] = {}
+        self._gang_of: dict[Key, GangKey] = {}
+        self._unparsable: dict[Key, str] = {}
+        self.pods = _Handler(self._upsert_pod, self._delete_pod)
+        self.nodes = _Handler(self._upsert_node, self._delete_node)
+        self.groups = _Handler(self._upsert_podgroup, self._delete_podgroup)
+
+    # --- pods ----------------------------------------------------------------------------
+
+    def _upsert_pod(self, raw: Obj) -> None:
+        try:
+            info = parse_pod(raw)
+        except PodParseError as err:
+            self._reject_pod(raw, str(err))
+            return
+        self._unparsable.pop(info.key, None)
+        before = self.cache.pods.get(info.key)
+        was_counted = before is not None
+        record = self.cache.upsert_pod(info)
+        if was_counted and record is None:
+            self.queue.activate_unschedulable()  # a pod finished: its node has room again
+        if info.scheduler_name != self.scheduler_name and info.key not in self._gang_of:
+            return
+        key = gang_key_of(info)
+        old_key = self._gang_of.get(info.key)
+        if old_key is not None and old_key != key:
+            self._leave_gang(info.key, old_key, "its pod-group label changed")
+        gang = self.gangs.get(key)
+        if gang is None:
+            gang = self.gangs[key] = Gang(
+                key, self.podgroups.get((key.namespace, key.group)) if key.group else None
+            )
+        gang.members[info.key] = info
+        self._gang_of[info.key] = key
+        if info.assigned:
+            gang.reserved.pop(info.key, None)
+        if info.deleting and info.key in gang.reserved:
+            self._unreserve_member(gang, info.key)
+            self.on_disruption(gang, f"member {info.name} is being deleted")
+        if gang.pending():
+            self.queue.add(key, gang.sort_key())
+        self.reporter.gang_changed(gang)
+
+    def _reject_pod(self, raw: Obj, why: str) -> None:
+        meta = raw.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        spec = raw.get("spec") or {}
+        ours = isinstance(spec, dict) and spec.get("schedulerName") == self.scheduler_name
+        if ours and self._unparsable.get(key) != why:
+            self._unparsable[key] = why
+            message = f"pod cannot be scheduled: {why}"
+            self.reporter.pod_event(
+                key, str(meta.get("uid") or ""), "Warning", "FailedScheduling", message
+            )
+        log.warning("ignoring pod %s/%s: %s", key[0], key[1], why)
+
+    def _delete_pod(self, key: Key, raw: Obj | None) -> None:
+        self._unparsable.pop(key, None)
+        record = self.cache.remove_pod(key)
+        if record is not None:
+            self.queue.activate_unschedulable()
+        gang_key = self._gang_of.get(key)
+        if gang_key is not None:
+            self._leave_gang(key, gang_key, "a member was deleted")
+
+    def _leave_gang(self, pod: Key, gang_key: GangKey, why: str) -> None:
+        self._gang_of.pop(pod, None)
+        gang = self.gangs.get(gang_key)
+        if gang is None:
+            return
+        gang.members.pop(pod, None)
+        if pod in gang.reserved:
+            self._unreserve_member(gang, pod)
+            self.on_disruption(gang, why)
+        if not gang.members:
+            self.drop_gang(gang)
+        else:
+            self.reporter.gang_changed(gang)
+
+    def _unreserve_member(self, gang: Gang, pod: Key) -> None:
+        gang.reserved.pop(pod, None)
+        self.cache.forget(pod)
+
+    def drop_gang(self, gang: Gang) -> None:
+        if gang.permit_timer is not None:
+            gang.permit_timer.cancel()
+        for pod in list(gang.reserved):
+            self._unreserve_member(gang, pod)
+        self.gangs.pop(gang.key, None)
+        self.queue.remove(gang.key)
+
+    # --- nodes ---------------------------------------------------------------------------
+
+    def _upsert_node(self, raw: Obj) -> None:
+        if self.cache.upsert_node(raw):
+            self.queue.activate_unschedulable()
+
+    def _delete_node(self, key: Key, raw: Obj | None) -> None:
+        name = key[1]
+        if not self.cache.remove_node(name):
+            return
+        for gang in list(self.gangs.values()):
+            lost = [
+                pod
+                for pod, node in gang.reserved.items()
+                if node == name and pod not in gang.binding
+            ]
+            for pod in lost:
+                self._unreserve_member(gang, pod)
+            if lost:
+                self.on_disruption(
+                    gang, f"node {name} holding {len(lost)} reservation(s) was deleted"
+                )
+                self.queue.add(gang.key, gang.sort_key())
+
+    # --- PodGroups -----------------------------------------------------------------------
+
+    def _upsert_podgroup(self, raw: Obj) -> None:
+        info = parse_podgroup(raw)
+        previous = self.podgroups.get(info.key)
+        self.podgroups[info.key] = info
+        if info.error is not None and (previous is None or previous.error != info.error):
+            self.reporter.podgroup_event(info, "Warning", "InvalidPodGroup", info.error)
+        gang = self.gangs.get(GangKey(info.namespace, info.name))
+        if gang is None:
+            return
+        gang.podgroup = info
+        if previous is not None and previous.min_member != info.min_member and gang.reserved:
+            self.on_disruption(
+                gang, f"minMember changed from {previous.min_member} to {info.min_member}"
+            )
+        if gang.pending():
+            self.queue.add(gang.key, gang.sort_key())
+            self.queue.activate(gang.key)
+        self.reporter.gang_changed(gang)
+
+    def _delete_podgroup(self, key: Key, raw: Obj | None) -> None:
+        self.podgroups.pop(key, None)
+        gang = self.gangs.get(GangKey(key[0], key[1]))
+        if gang is None:
+            return
+        gang.podgroup = None
+        if gang.reserved:
+            self.on_disruption(gang, "its PodGroup was deleted")
+
+    # --- helpers for the cycle -------------------------------------------------------------
+
+    def register_vectors(self, pods: list[PodInfo]) -> None:
+        """Give every requested resource a column before a snapshot is taken."""
+        for pod in pods:
+            for name in pod.requests:
+                self.cache.index.column(name)
+
+
+class _Handler:
+    """Adapts ClusterState's methods to the informer Handler protocol."""
+
+    def __init__(
+        self, upsert: Callable[[Obj], None], delete: Callable[[Key, Obj | None], None]
+    ) -> None:
+        self.upsert = upsert
+        self.delete = delete
+        self.sync_count = 0
+
+    def synced(self) -> None:
+        self.sync_count += 1

@@ -1,0 +1,303 @@
+"""The cluster cache: what every node has left, counting everyone's pods and our reservations.
+
+The apiserver checks nothing about capacity, so over-commit is this module's to prevent. Per
+node it keeps allocatable and the sum of requests of every pod bound there — by gang, by
+kube-scheduler, by anyone — plus the pods gang has *assumed* onto it (reserved, not yet seen
+bound). Terminal and deleted pods release their share. All of it lives in two int64 matrices
+(``nodes x resources``), so a scheduling cycle takes its snapshot with one subtraction.
+
+Pod states (after kube-scheduler's ``internal/cache``)::
+
+                 assume()                     informer: bound on that node
+    (absent) ──────────────▶ ASSUMED ─────────────────────────────────────▶ BOUND
+        ▲                      │  │   informer: bound on another node           │
+        │        forget()      │  └──────────────── (moves its share) ─────────▶│
+        └──────────────────────┘                                                │
+        ▲            informer: deleted, or terminal (Succeeded/Failed)          │
+        └───────────────────────────────────────────────────────────────────────┘
+    informer: a bound pod seen first (another scheduler; after a restart) ──▶ BOUND
+
+Invariants:
+- ``requested[row] == sum(vector of every ASSUMED or BOUND pod whose node is that row's)``;
+  every transition applies exactly the difference, and ``check()`` recomputes it for tests.
+- assume/forget are symmetric; forget only undoes an ASSUMED pod, never a BOUND fact.
+- A pod on a node the cache does not know yet is remembered and counted when the node appears.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.models.quantity import QuantityError, resource_units
+from gang.state.nodefacts import NodeFacts, node_facts
+from gang.state.podinfo import PodInfo
+from gang.state.resources import ResourceIndex, Vector
+
+Key = tuple[str, str]
+
+
+class PodState(Enum):
+    ASSUMED = "Assumed"
+    BOUND = "Bound"
+
+
+@dataclass(slots=True)
+class PodRecord:
+    key: Key
+    uid: str
+    node: str
+    vector: Vector
+    state: PodState
+    host_ports: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(slots=True)
+class NodeEntry:
+    name: str
+    row: int
+    facts: NodeFacts
+    allocatable: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A read-only picture for one scheduling cycle. ``free`` is a private copy to mutate."""
+
+    names: list[str]  # row → node name ("" for an unused row)
+    facts: list[NodeFacts | None]  # row → facts (None for an unused row)
+    valid: npt.NDArray[np.bool_]  # row is a live node
+    allocatable: npt.NDArray[np.int64]
+    free: npt.NDArray[np.int64]  # allocatable - requested, a copy the cycle may consume
+    version: int  # node-set/facts version, for caching static filter masks
+    used_ports: Mapping[str, Counter[tuple[str, str, int]]] = field(default_factory=dict)
+
+
+class ClusterCache:
+    def __init__(self, index: ResourceIndex | None = None, capacity: int = 64) -> None:
+        self.index = index or ResourceIndex()
+        self.allocatable = np.zeros((capacity, len(self.index)), dtype=np.int64)
+        self.requested = np.zeros((capacity, len(self.index)), dtype=np.int64)
+        self.valid = np.zeros(capacity, dtype=np.bool_)
+        self.names: list[str] = [""] * capacity
+        self.facts: list[NodeFacts | None] = [None] * capacity
+        self.nodes: dict[str, NodeEntry] = {}
+        self.pods: dict[Key, PodRecord] = {}
+        self._on_node: dict[str, dict[Key, PodRecord]] = {}
+        self._ports: dict[str, Counter[tuple[str, str, int]]] = {}
+        self._free_rows: list[int] = list(range(capacity - 1, -1, -1))
+        #: bumped when nodes appear, disappear or change labels/taints/schedulability
+        self.version = 0
+
+    # --- shape ---------------------------------------------------------------------------
+
+    def _widen(self) -> None:
+        """New resource columns appeared in the index: widen the matrices."""
+        width = len(self.index)
+        if width == self.allocatable.shape[1]:
+            return
+        extra = width - self.allocatable.shape[1]
+        pad = ((0, 0), (0, extra))
+        self.allocatable = np.pad(self.allocatable, pad)
+        self.requested = np.pad(self.requested, pad)
+
+    def _grow(self) -> None:
+        old = len(self.names)
+        new = old * 2
+        self.allocatable = np.pad(self.allocatable, ((0, new - old), (0, 0)))
+        self.requested = np.pad(self.requested, ((0, new - old), (0, 0)))
+        self.valid = np.pad(self.valid, (0, new - old))
+        self.names.extend([""] * (new - old))
+        self.facts.extend([None] * (new - old))
+        self._free_rows.extend(range(new - 1, old - 1, -1))
+
+    def _vector(self, amounts: Mapping[str, int]) -> Vector:
+        vec = self.index.vector(amounts)
+        self._widen()
+        return vec
+
+    def _apply(self, record: PodRecord, sign: int) -> None:
+        entry = self.nodes.get(record.node)
+        if entry is not None:
+            vec = self.index.fit(record.vector)
+            self._widen()
+            self.requested[entry.row] += sign * vec
+        if record.host_ports:
+            ports = self._ports.setdefault(record.node, Counter())
+            for port in record.host_ports:
+                ports[port] += sign
+                if ports[port] <= 0:
+                    del ports[port]
+
+    def _attach(self, record: PodRecord) -> None:
+        self.pods[record.key] = record
+        self._on_node.setdefault(record.node, {})[record.key] = record
+        self._apply(record, +1)
+
+    def _detach(self, record: PodRecord) -> None:
+        self._apply(record, -1)
+        self.pods.pop(record.key, None)
+        on_node = self._on_node.get(record.node)
+        if on_node is not None:
+            on_node.pop(record.key, None)
+            if not on_node:
+                del self._on_node[record.node]
+
+    # --- nodes ---------------------------------------------------------------------------
+
+    def upsert_node(self, raw: Mapping[str, Any]) -> bool:
+        """Add or update a node from its raw JSON. Returns True if the node is new or changed
+        in a way that could make a waiting gang fit (capacity, labels, taints, schedulability)."""
+        name = str((raw.get("metadata") or {}).get("name") or "")
+        if not name:
+            return False
+        status = raw.get("status") or {}
+        allocatable: dict[str, int] = {}
+        for resource, quantity in (
+            status.get("allocatable") or status.get("capacity") or {}
+        ).items():
+            try:
+                allocatable[str(resource)] = max(0, resource_units(str(resource), quantity))
+            except QuantityError:
+                continue  # a malformed quantity on a node: treat that resource as absent
+        facts = node_facts(raw)
+        entry = self.nodes.get(name)
+        if entry is not None and entry.facts == facts and entry.allocatable == allocatable:
+            return False
+        vec = self._vector(allocatable)
+        if entry is None:
+            if not self._free_rows:
+                self._grow()
+            row = self._free_rows.pop()
+            entry = NodeEntry(name, row, facts, allocatable)
+            self.nodes[name] = entry
+            self.names[row] = name
+            self.valid[row] = True
+            self.requested[row] = 0
+            for record in self._on_node.get(name, {}).values():
+                self.requested[row] += self.index.fit(record.vector)
+            self.version += 1
+        else:
+            if entry.facts != facts:
+                self.version += 1
+            entry.facts = facts
+            entry.allocatable = allocatable
+        self.allocatable[entry.row] = vec
+        self.facts[entry.row] = facts
+        return True
+
+    def remove_node(self, name: str) -> bool:
+        entry = self.nodes.pop(name, None)
+        if entry is None:
+            return False
+        row = entry.row
+        self.valid[row] = False
+        self.allocatable[row] = 0
+        self.requested[row] = 0
+        self.names[row] = ""
+        self.facts[row] = None
+        self._free_rows.append(row)
+        self.version += 1
+        return True
+
+    # --- pods from the informer -------------------------------------------------------------
+
+    def upsert_pod(self, info: PodInfo) -> PodRecord | None:
+        """Apply what the API says about a pod. Returns the record it holds afterwards."""
+        record = self.pods.get(info.key)
+        if record is not None and record.uid != info.uid:
+            self._detach(record)  # same name, new pod: the old one is gone
+            record = None
+        if info.terminal or not info.assigned:
+            if record is not None and (info.terminal or record.state is PodState.BOUND):
+                self._detach(record)
+                return None
+            return record  # unassigned: at most our own assumption, still waiting for its bind
+        vector = self._vector(info.requests)
+        ports = _ports(info)
+        if record is not None:
+            if record.node == info.node_name and np.array_equal(
+                self.index.fit(record.vector), vector
+            ):
+                record.state = PodState.BOUND  # ASSUMED → BOUND, or nothing new
+                return record
+            self._detach(record)
+        record = PodRecord(info.key, info.uid, info.node_name, vector, PodState.BOUND, ports)
+        self._attach(record)
+        return record
+
+    def remove_pod(self, key: Key) -> PodRecord | None:
+        record = self.pods.get(key)
+        if record is not None:
+            self._detach(record)
+        return record
+
+    # --- our reservations --------------------------------------------------------------------
+
+    def assume(self, info: PodInfo, node: str) -> PodRecord:
+        """Reserve ``node`` for a pod we decided to place; counted at once."""
+        existing = self.pods.get(info.key)
+        if existing is not None:
+            raise ValueError(f"pod {info.key} is already {existing.state.value} on {existing.node}")
+        record = PodRecord(
+            info.key, info.uid, node, self._vector(info.requests), PodState.ASSUMED, _ports(info)
+        )
+        self._attach(record)
+        return record
+
+    def forget(self, key: Key) -> bool:
+        """Undo an assumption (unreserve). A pod already seen BOUND is a fact and stays."""
+        record = self.pods.get(key)
+        if record is None or record.state is not PodState.ASSUMED:
+            return False
+        self._detach(record)
+        return True
+
+    def state_of(self, key: Key) -> PodState | None:
+        record = self.pods.get(key)
+        return record.state if record is not None else None
+
+    # --- reading -----------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        self._widen()
+        return Snapshot(
+            names=list(self.names),
+            facts=list(self.facts),
+            valid=self.valid.copy(),
+            allocatable=self.allocatable.copy(),
+            free=self.allocatable - self.requested,
+            version=self.version,
+            used_ports={name: Counter(c) for name, c in self._ports.items() if c},
+        )
+
+    def free_of(self, name: str) -> dict[str, int]:
+        entry = self.nodes[name]
+        return self.index.describe(self.allocatable[entry.row] - self.requested[entry.row])
+
+    def pods_on(self, name: str) -> Iterator[PodRecord]:
+        return iter(self._on_node.get(name, {}).values())
+
+    def check(self) -> None:
+        """Recompute ``requested`` from the pod records and compare (tests and debugging)."""
+        expected = np.zeros_like(self.requested)
+        for record in self.pods.values():
+            entry = self.nodes.get(record.node)
+            if entry is not None:
+                expected[entry.row] += self.index.fit(record.vector)
+        if not np.array_equal(expected, self.requested):
+            raise AssertionError("cache requested-resources drifted from its pod records")
+
+
+def _ports(info: PodInfo) -> tuple[tuple[str, str, int], ...]:
+    return tuple(
+        (p.ip or "0.0.0.0", p.protocol or "TCP", p.port)
+        for p in info.constraints.host_ports
+        if p.port > 0
+    )

@@ -1,0 +1,188 @@
+"""Scheduler fixtures: the real GangScheduler against a SimCluster, over HTTP, via kubeconfig."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gang.app.scheduler import GangScheduler
+from gang.kube.client import make_api_client
+from gang.models.settings import SchedulerConfig
+from gang.sim.cluster import SimCluster
+from gang.state.podinfo import parse_pod
+from gang.state.resources import ResourceIndex
+
+GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
+
+
+@asynccontextmanager
+async def running_scheduler(cluster: SimCluster, **config: Any) -> AsyncIterator[GangScheduler]:
+    """Start the real scheduler against ``cluster`` (kubeconfig, HTTP) and stop it after."""
+    api_client = await make_api_client(str(cluster.kubeconfig_path))
+    scheduler = GangScheduler(api_client, SchedulerConfig(**config), instance="test")
+    task = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.wait_for(scheduler.ready.wait(), 10)
+        yield scheduler
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await api_client.close()
+
+
+def gang_pod(
+    name: str,
+    group: str | None,
+    *,
+    gpu: int = 0,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    priority_class: str | None = None,
+    scheduler: str = "gang-scheduler",
+    **extra: Any,
+) -> dict[str, Any]:
+    labels = {"scheduling.x-k8s.io/pod-group": group} if group else {}
+    limits = {"cpu": cpu, "memory": memory}
+    if gpu:
+        limits["nvidia.com/gpu"] = str(gpu)
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [{"name": "main", "image": "trainer:1", "resources": {"limits": limits}}],
+        **extra,
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+    }
+
+
+def podgroup(name: str, min_member: Any, timeout: Any = None, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"minMember": min_member, **spec}
+    if timeout is not None:
+        body["scheduleTimeoutSeconds"] = timeout
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+class Api:
+    """Thin async helpers over kubernetes-asyncio for test setup and inspection."""
+
+    def __init__(self, client: Any) -> None:
+        from kubernetes_asyncio import client as k8s
+
+        self.core: Any = k8s.CoreV1Api(client)
+        self.custom: Any = k8s.CustomObjectsApi(client)
+
+    async def create_podgroup(self, body: dict[str, Any], ns: str = "default") -> None:
+        await self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
+
+    async def get_podgroup(self, name: str, ns: str = "default") -> dict[str, Any]:
+        result: dict[str, Any] = await self.custom.get_namespaced_custom_object(
+            GROUP, VERSION, ns, PLURAL, name
+        )
+        return result
+
+    async def create_pods(self, pods: list[dict[str, Any]], ns: str = "default") -> None:
+        await asyncio.gather(*(self.core.create_namespaced_pod(ns, p) for p in pods))
+
+    async def raw_pods(self, ns: str | None = None) -> list[dict[str, Any]]:
+        resp = await (
+            self.core.list_namespaced_pod(ns, _preload_content=False)
+            if ns
+            else self.core.list_pod_for_all_namespaces(_preload_content=False)
+        )
+        items: list[dict[str, Any]] = (await resp.json())["items"]
+        return items
+
+    async def raw_nodes(self) -> list[dict[str, Any]]:
+        resp = await self.core.list_node(_preload_content=False)
+        items: list[dict[str, Any]] = (await resp.json())["items"]
+        return items
+
+    async def bound(self, ns: str | None = None) -> dict[str, str]:
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in await self.raw_pods(ns)
+            if p["spec"].get("nodeName")
+        }
+
+    async def events(self, ns: str = "default") -> list[dict[str, Any]]:
+        resp = await self.core.list_namespaced_event(ns, _preload_content=False)
+        items: list[dict[str, Any]] = (await resp.json())["items"]
+        return items
+
+    async def assert_not_overcommitted(self) -> None:
+        """Sum the requests of every non-terminal bound pod per node against allocatable."""
+        index = ResourceIndex()
+        nodes = {n["metadata"]["name"]: n for n in await self.raw_nodes()}
+        used: dict[str, np.ndarray] = {}
+        for raw in await self.raw_pods():
+            info = parse_pod(raw)
+            if not info.assigned or info.terminal:
+                continue
+            vec = index.vector(info.requests)
+            used[info.node_name] = (
+                index.fit(used.get(info.node_name, np.zeros(0, dtype=np.int64))) + vec
+            )
+        from gang.models.quantity import resource_units
+
+        for name, total in used.items():
+            assert name in nodes, f"pod bound to unknown node {name}"
+            alloc = nodes[name]["status"]["allocatable"]
+            cap = index.vector({k: resource_units(k, v) for k, v in alloc.items()})
+            total = index.fit(total)
+            over = {
+                index.names[i]: (int(total[i]), int(cap[i]))
+                for i in range(len(total))
+                if total[i] > cap[i]
+            }
+            assert not over, f"node {name} over-committed: {over}"
+
+
+@dataclass
+class Env:
+    cluster: SimCluster
+    scheduler: GangScheduler
+    api: Api
+
+
+@asynccontextmanager
+async def gang_env(
+    nodes: str, cluster_options: dict[str, Any] | None = None, **config: Any
+) -> AsyncIterator[Env]:
+    """A simulated cluster with ``nodes``, the scheduler running on it, and an API helper."""
+    async with (
+        SimCluster(nodes, **(cluster_options or {})) as cluster,
+        running_scheduler(cluster, **config) as scheduler,
+        cluster.api_client() as client,
+    ):
+        yield Env(cluster, scheduler, Api(client))
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], within: float = 10.0, every: float = 0.05
+) -> None:
+    """Poll ``check`` until it returns True; fail with a clear message at the deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        if await check():
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {within}s: {check.__name__}")
+        await asyncio.sleep(every)
