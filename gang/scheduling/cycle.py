@@ -28,7 +28,7 @@ import numpy as np
 
 from gang.models.settings import SchedulerConfig
 from gang.scheduling.gang import Gang
-from gang.scheduling.placement import Placer, Unplaceable
+from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.tracker import ClusterState
 from gang.state.podinfo import PodInfo
 
@@ -66,26 +66,42 @@ class Cycle:
         if rejection is not None:
             self._fail(gang, pending, rejection)
             return UNSCHEDULABLE
-        need = min(len(pending), max(0, gang.min_member - gang.placed()))
-        self.state.register_vectors(pending)
+        required = max(0, gang.min_member - gang.placed())
+        held = self.state.drop_placeholders(gang)  # re-planned with the real members below
+        pods, need = list(pending), min(len(pending), required)
+        if len(pending) < required:  # hold room for the members not created yet
+            template = max(pending, key=lambda p: p.creation_timestamp)
+            pods += [gang.placeholder(template, i) for i in range(required - len(pending))]
+            need = len(pods)
+        self.state.register_vectors(pods)
         snap = self.state.cache.snapshot()
-        resources = self._min_resources_shortfall(gang, snap.free[snap.valid])
-        if resources is not None:
-            self._fail(gang, pending, resources)
-            return UNSCHEDULABLE
+        shortfall = self._min_resources_shortfall(gang, snap.free[snap.valid])
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
-        result = self.placer.place(snap, pending, need, anchors)
-        if isinstance(result, Unplaceable):
-            self._fail(gang, pending, self._describe_failure(gang, result))
+        anchors += [node for _, node in held.values()]
+        result = self.placer.place(snap, pods, need, anchors) if shortfall is None else None
+        if not isinstance(result, Placement):
+            self._restore(gang, held)
+            message = shortfall if result is None else self._describe_failure(gang, result)
+            self._fail(gang, pending, message or "unschedulable")
             return UNSCHEDULABLE
-        by_key = {p.key: p for p in pending}
+        by_key = {p.key: p for p in pods}
         for key, node in result.assignments.items():  # Reserve
-            self.state.cache.assume(by_key[key], node)
-            gang.reserved[key] = node
+            pod = by_key[key]
+            self.state.cache.assume(pod, node)
+            if key in gang.members:
+                gang.reserved[key] = node
+            else:
+                gang.placeholders[key] = (pod, node)
         gang.last_failure = None
         self.permit(gang)
         self.state.reporter.gang_changed(gang)
         return SCHEDULED
+
+    def _restore(self, gang: Gang, held: dict[tuple[str, str], tuple[PodInfo, str]]) -> None:
+        """Put back placeholders dropped for a re-plan that failed (nothing else ran since)."""
+        for key, (pod, node) in held.items():
+            self.state.cache.assume(pod, node)
+            gang.placeholders[key] = (pod, node)
 
     def _pre_filter(self, gang: Gang) -> str | None:
         if gang.single:
@@ -143,9 +159,10 @@ class Cycle:
         """Allow a gang with quorum to bind; otherwise wait (once) until its timeout."""
         if gang.has_quorum():
             self._cancel_wait(gang)
+            self.state.drop_placeholders(gang)
             self.on_permitted(gang)
             return
-        if gang.permit_timer is None and gang.reserved:
+        if gang.permit_timer is None and (gang.reserved or gang.placeholders):
             timeout = gang.timeout or self.config.default_schedule_timeout_seconds
             gang.permit_deadline = self._loop.time() + timeout
             gang.permit_timer = self._loop.call_later(timeout, self._expire, gang)
@@ -179,6 +196,7 @@ class Cycle:
             gang.reserved.pop(key, None)
             self.state.cache.forget(key)
             released += 1
+        released += len(self.state.drop_placeholders(gang))
         gang.last_failure = message
         log.info("%s", message)
         if gang.podgroup is not None:

@@ -7,6 +7,12 @@ the pod (``members``) and which pods this scheduler has reserved a node for (``r
     reserved  assumed in the cache on a node, waiting in Permit or being bound
     bound     assigned to a node (by us or anyone) and not finished
 
+While fewer members exist than ``minMember``, the gang also holds *placeholders*: reservations
+shaped like its members for the ones not created yet. A gang thus holds the capacity of its whole
+quorum or nothing, so two half-created gangs can never each hold part of what both need and
+deadlock until their timeouts. Placeholders are re-planned together with the real members in the
+same cycle, and are never bound.
+
 Invariant: a key is in ``reserved`` only while the API shows the pod unassigned; the moment
 the informer reports it bound, it leaves ``reserved`` (the cache turns ASSUMED into BOUND).
 """
@@ -14,7 +20,7 @@ the informer reports it bound, it leaves ``reserved`` (the cache turns ASSUMED i
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from gang.models.podgroup import PodGroupInfo
@@ -46,6 +52,8 @@ class Gang:
     podgroup: PodGroupInfo | None = None
     members: dict[Key, PodInfo] = field(default_factory=dict)
     reserved: dict[Key, str] = field(default_factory=dict)
+    #: reservations held for members not created yet: placeholder key → (its shape, node)
+    placeholders: dict[Key, tuple[PodInfo, str]] = field(default_factory=dict)
     binding: set[Key] = field(default_factory=set)
     #: loop time the gang first had a member waiting (for time-to-full-gang); None when none
     waiting_since: float | None = None
@@ -70,6 +78,12 @@ class Gang:
     @property
     def timeout(self) -> float | None:
         return self.podgroup.schedule_timeout_seconds if self.podgroup is not None else None
+
+    def placeholder(self, template: PodInfo, index: int) -> PodInfo:
+        """A stand-in for a member not created yet, shaped like ``template``. Its name cannot
+        be a real pod's (``~`` is not allowed in object names)."""
+        name = f"{self.key.group or self.key.pod}~placeholder-{index}"
+        return replace(template, name=name, uid=f"placeholder:{self.key}:{index}", node_name="")
 
     def pending(self) -> list[PodInfo]:
         return [

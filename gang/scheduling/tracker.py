@@ -135,11 +135,19 @@ class ClusterState:
         gang.reserved.pop(pod, None)
         self.cache.forget(pod)
 
+    def drop_placeholders(self, gang: Gang) -> dict[Key, tuple[PodInfo, str]]:
+        """Forget every placeholder reservation; returns what was held (to restore it)."""
+        held, gang.placeholders = gang.placeholders, {}
+        for key in held:
+            self.cache.forget(key)
+        return held
+
     def drop_gang(self, gang: Gang) -> None:
         if gang.permit_timer is not None:
             gang.permit_timer.cancel()
         for pod in list(gang.reserved):
             self._unreserve_member(gang, pod)
+        self.drop_placeholders(gang)
         self.gangs.pop(gang.key, None)
         self.queue.remove(gang.key)
 
@@ -161,6 +169,8 @@ class ClusterState:
             ]
             for pod in lost:
                 self._unreserve_member(gang, pod)
+            if any(node == name for _, node in gang.placeholders.values()):
+                self.drop_placeholders(gang)
             if lost:
                 self.on_disruption(
                     gang, f"node {name} holding {len(lost)} reservation(s) was deleted"
