@@ -60,7 +60,11 @@ class GangScheduler:
 
     def _build(self) -> None:
         cfg = self.config
-        self.kube = Kube(self.api_client, TokenBucket(cfg.qps, cfg.burst))
+        self.kube = Kube(
+            self.api_client,
+            TokenBucket(cfg.qps, cfg.burst),
+            event_limiter=TokenBucket(cfg.event_qps, cfg.event_burst),
+        )
         self.cache = ClusterCache()
         self.queue = GangQueue(
             backoff_initial=cfg.backoff_initial_seconds,

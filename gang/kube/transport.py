@@ -103,7 +103,11 @@ class Kube:
     """The operations the scheduler needs, each one HTTP request (plus retries)."""
 
     def __init__(
-        self, api_client: Any, limiter: TokenBucket | None = None, max_retries: int = 5
+        self,
+        api_client: Any,
+        limiter: TokenBucket | None = None,
+        max_retries: int = 5,
+        event_limiter: TokenBucket | None = None,
     ) -> None:
         from kubernetes_asyncio import client
 
@@ -112,11 +116,15 @@ class Kube:
         self.core: Any = client.CoreV1Api(api_client)
         self.custom: Any = client.CustomObjectsApi(api_client)
         self.limiter = limiter
+        #: Events get their own budget so a burst of them never delays a binding
+        self.event_limiter = event_limiter
         self.max_retries = max_retries
 
-    async def _once(self, call: Callable[[], Awaitable[Any]], limited: bool) -> Answer:
-        if limited and self.limiter is not None:
-            await self.limiter.acquire()
+    async def _once(
+        self, call: Callable[[], Awaitable[Any]], limiter: TokenBucket | None
+    ) -> Answer:
+        if limiter is not None:
+            await limiter.acquire()
         try:
             resp = await call()
             try:
@@ -135,13 +143,14 @@ class Kube:
         *,
         limited: bool = True,
         retries: int | None = None,
+        limiter: TokenBucket | None = None,
     ) -> Answer:
         """Run ``call`` (a generated-API call with ``_preload_content=False``) with retries."""
         attempts = self.max_retries if retries is None else retries
         attempt = 0
         while True:
             try:
-                return await self._once(call, limited)
+                return await self._once(call, limiter or (self.limiter if limited else None))
             except KubeError as err:
                 if not err.retryable or attempt >= attempts:
                     raise
@@ -271,4 +280,5 @@ class Kube:
         await self.request(
             lambda: self.core.create_namespaced_event(namespace, event, _preload_content=False),
             retries=2,
+            limiter=self.event_limiter,
         )

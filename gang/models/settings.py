@@ -49,8 +49,11 @@ class SchedulerConfig(BaseModel):
     #: binds in flight at once, across all gangs
     bind_concurrency: int = Field(default=32, ge=1, le=1024)
     #: client-side rate limit for API writes (token bucket)
-    qps: float = Field(default=100.0, gt=0)
-    burst: int = Field(default=200, ge=1)
+    qps: float = Field(default=500.0, gt=0)
+    burst: int = Field(default=1000, ge=1)
+    #: a separate budget for Events, so a burst of them never delays a binding
+    event_qps: float = Field(default=100.0, gt=0)
+    event_burst: int = Field(default=200, ge=1)
     #: full relist of every informer, repairing anything a watch missed
     resync_period_seconds: float = Field(default=300.0, gt=0)
     #: server-side timeout of one watch request; the informer reconnects after it
