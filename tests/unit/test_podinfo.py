@@ -29,7 +29,7 @@ from gang.state.podinfo import (
     pod_requests,
 )
 
-POD_BOUND = Path("/work/shared/k8s-api/pod-bound.json")
+POD_BOUND = Path(__file__).resolve().parent.parent / "fixtures" / "pod-bound.json"
 GIB = 1024**3
 MIB = 1024**2
 
