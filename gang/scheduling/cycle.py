@@ -24,11 +24,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-import numpy as np
-
 from gang.models.settings import SchedulerConfig
+from gang.scheduling.framework import PreFilterPlugin
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placement, Placer, Unplaceable
+from gang.scheduling.plugins import MinResources, PodGroupReady
 from gang.scheduling.tracker import ClusterState
 from gang.state.podinfo import PodInfo
 
@@ -51,6 +51,7 @@ class Cycle:
         self.placer = placer
         self.config = config
         self.on_permitted = on_permitted
+        self.pre_filters: list[PreFilterPlugin] = [PodGroupReady(), MinResources(state.cache.index)]
         self._loop = asyncio.get_running_loop()
 
     # --- the cycle -----------------------------------------------------------------------
@@ -62,10 +63,6 @@ class Cycle:
             return SCHEDULED
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
-        rejection = self._pre_filter(gang)
-        if rejection is not None:
-            self._fail(gang, pending, rejection)
-            return UNSCHEDULABLE
         required = max(0, gang.min_member - gang.placed())
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
         pods, need = list(pending), min(len(pending), required)
@@ -75,13 +72,15 @@ class Cycle:
             need = len(pods)
         self.state.register_vectors(pods)
         snap = self.state.cache.snapshot()
-        shortfall = self._min_resources_shortfall(gang, snap.free[snap.valid])
+        rejection = next(
+            (r for r in (f.pre_filter(gang, snap) for f in self.pre_filters) if r), None
+        )
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
         anchors += [node for _, node in held.values()]
-        result = self.placer.place(snap, pods, need, anchors) if shortfall is None else None
+        result = self.placer.place(snap, pods, need, anchors) if rejection is None else None
         if not isinstance(result, Placement):
             self._restore(gang, held)
-            message = shortfall if result is None else self._describe_failure(gang, result)
+            message = rejection if result is None else self._describe_failure(gang, result)
             self._fail(gang, pending, message or "unschedulable")
             return UNSCHEDULABLE
         by_key = {p.key: p for p in pods}
@@ -102,37 +101,6 @@ class Cycle:
         for key, (pod, node) in held.items():
             self.state.cache.assume(pod, node)
             gang.placeholders[key] = (pod, node)
-
-    def _pre_filter(self, gang: Gang) -> str | None:
-        if gang.single:
-            return None
-        ns, name = gang.key.namespace, gang.key.group
-        if gang.podgroup is None:
-            return f"PodGroup {ns}/{name} not found; the pods wait until it is created"
-        if gang.podgroup.error is not None:
-            return f"PodGroup {ns}/{name} is invalid: {gang.podgroup.error}"
-        return None
-
-    def _min_resources_shortfall(self, gang: Gang, free: np.ndarray) -> str | None:
-        """Coscheduling's PreFilter: the cluster's total free must cover minResources (less
-        what the gang already holds)."""
-        if gang.podgroup is None or not gang.podgroup.min_resources:
-            return None
-        index = self.state.cache.index
-        held: dict[str, int] = {}
-        for pod in gang.bound() + [gang.members[k] for k in gang.reserved if k in gang.members]:
-            for res, amount in pod.requests.items():
-                held[res] = held.get(res, 0) + amount
-        total = free.clip(min=0).sum(axis=0) if len(free) else np.zeros(len(index), dtype=np.int64)
-        short = []
-        for res, wanted in sorted(gang.podgroup.min_resources.items()):
-            col = index.column(res)
-            have = int(total[col]) if col < len(total) else 0
-            if have + held.get(res, 0) < wanted:
-                short.append(f"{res} (wants {wanted}, {have + held.get(res, 0)} available)")
-        if short:
-            return "the cluster cannot cover the PodGroup's minResources: " + ", ".join(short)
-        return None
 
     def _describe_failure(self, gang: Gang, failure: Unplaceable) -> str:
         if gang.single or failure.needed <= 1:
@@ -204,7 +172,7 @@ class Cycle:
         for pod in gang.pending():
             self.state.reporter.pod_event(pod.key, pod.uid, "Warning", "FailedScheduling", message)
         queue = self.state.queue
-        queue.add(gang.key, gang.sort_key())
+        self.state.enqueue(gang)
         if backoff:
             queue.backoff(gang.key)
         if released:
@@ -219,5 +187,5 @@ class Cycle:
         if possible < gang.min_member or (gang.podgroup is None and not gang.single):
             self.release(gang, f"gang {gang.key}: {why}; released every reservation", backoff=False)
             return
-        self.state.queue.add(gang.key, gang.sort_key())  # re-plan the members that lost a node
+        self.state.enqueue(gang)  # re-plan the members that lost a node
         self.permit(gang)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from gang.models.podgroup import PodGroupInfo
-from gang.state.podinfo import QOS_RANK, PodInfo
+from gang.state.podinfo import PodInfo
 
 Key = tuple[str, str]
 
@@ -108,24 +108,3 @@ class Gang:
 
     def has_quorum(self) -> bool:
         return self.placed() >= self.min_member
-
-    def sort_key(self) -> tuple[int, int, int, float, str, str]:
-        """QueueSort: half-bound gangs first (their bound members are idle until the rest
-        arrive, e.g. after a restart), then priority (high first) → QoS (Guaranteed first) →
-        PodGroup age → name."""
-        pods = list(self.members.values())
-        priority = max((p.priority for p in pods), default=0)
-        qos = max((p.qos_rank for p in pods), default=QOS_RANK["BestEffort"])
-        if self.podgroup is not None:
-            created = self.podgroup.creation_timestamp
-        else:
-            created = min((p.creation_timestamp for p in pods), default=0.0)
-        half_bound = 0 if self.bound() and self.pending() else 1
-        return (
-            half_bound,
-            -priority,
-            -qos,
-            created,
-            self.key.namespace,
-            self.key.group or self.key.pod,
-        )

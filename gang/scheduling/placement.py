@@ -28,13 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from gang.models.settings import ScoreWeights
-from gang.scheduling.predicates import (
-    REASON_HOST_PORTS,
-    first_failure,
-    host_port_key,
-    insufficient,
-    summarize,
-)
+from gang.scheduling.framework import FilterPlugin, ScoreInput, ScorePlugin
+from gang.scheduling.plugins import GangPacking, default_filters, default_scores
+from gang.scheduling.predicates import REASON_HOST_PORTS, host_port_key, insufficient, summarize
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.resources import ResourceIndex, Vector
@@ -65,10 +61,20 @@ class _Static:
 class Placer:
     """Stateless across cycles except for caches keyed on the snapshot's node-set version."""
 
-    def __init__(self, index: ResourceIndex, weights: ScoreWeights, topology_key: str) -> None:
+    def __init__(
+        self,
+        index: ResourceIndex,
+        weights: ScoreWeights,
+        topology_key: str,
+        filters: Sequence[FilterPlugin] | None = None,
+        scores: Sequence[tuple[ScorePlugin, int]] | None = None,
+    ) -> None:
         self.index = index
-        self.weights = weights
         self.topology_key = topology_key
+        self.filters = list(filters) if filters is not None else default_filters()
+        self.scores = list(scores) if scores is not None else default_scores(weights)
+        #: try to fit a whole gang inside one topology domain first
+        self.pack_domains = any(isinstance(plugin, GangPacking) for plugin, _ in self.scores)
         self._version = -1
         self._static: dict[Constraints, _Static] = {}
         self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -99,7 +105,14 @@ class Placer:
             for row, facts in enumerate(snap.facts):
                 if facts is None:
                     continue
-                reason = first_failure(constraints, facts)
+                reason = next(
+                    (
+                        r
+                        for r in (f.filter(constraints, facts) for f in self.filters)
+                        if r is not None
+                    ),
+                    None,
+                )
                 if reason is not None:
                     reasons[row] = reason
                     mask[row] = False
@@ -129,7 +142,7 @@ class Placer:
         needed, extras = ordered[:need], ordered[need:]
 
         attempt: dict[Key, int] | Unplaceable | None = None
-        if self.weights.gang_packing > 0 and len(needed) + len(anchors) > 1:
+        if self.pack_domains and len(needed) + len(anchors) > 1:
             for domain in self._candidate_domains(snap, needed, vectors, anchor_domains):
                 rows = self._domains == domain
                 trial = snap.free.copy()
@@ -246,8 +259,7 @@ class Placer:
         vec: Vector,
         used_domains: set[int],
     ) -> npt.NDArray[np.float64]:
-        """Weighted sum of 0-100 scores, higher is better; ties go to the lowest row."""
-        w = self.weights
+        """Weighted sum of the Score plugins' normalized scores; ties go to the lowest row."""
         wanted = [int(c) for c in np.flatnonzero(vec > 0) if self.index.names[c] != "pods"]
         if not wanted:
             wanted = [self.index.column("cpu"), self.index.column("memory")]
@@ -256,16 +268,10 @@ class Placer:
         after = (free[np.ix_(candidates, cols)] - vec[cols]).astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             util = np.where(alloc > 0, 1.0 - after / alloc, 1.0)
+        view = ScoreInput(candidates, util, self._domains[candidates], frozenset(used_domains))
         total = np.zeros(len(candidates), dtype=np.float64)
-        if w.least_allocated:
-            total += w.least_allocated * (1.0 - util.mean(axis=1)) * 100.0
-        if w.most_allocated:
-            total += w.most_allocated * util.mean(axis=1) * 100.0
-        if w.balanced_allocation and len(cols) > 1:
-            total += w.balanced_allocation * (1.0 - util.std(axis=1)) * 100.0
-        if w.gang_packing and used_domains:
-            in_used = np.isin(self._domains[candidates], list(used_domains))
-            total += w.gang_packing * in_used * 100.0
+        for plugin, weight in self.scores:
+            total += weight * plugin.normalize(plugin.score(view))
         return total
 
     def _explain(

@@ -260,7 +260,10 @@ def check_host_ports(c: Constraints, node: NodeFacts) -> str | None:
 
 # --------------------------------------------------------------------------- running and reporting
 
-STATIC_CHECKS: Final[tuple[Callable[[Constraints, NodeFacts], str | None], ...]] = (
+#: one Filter check: the node's rejection reason for a pod, or None
+Check = Callable[[Constraints, NodeFacts], str | None]
+
+STATIC_CHECKS: Final[tuple[Check, ...]] = (
     # kube-scheduler's default Filter order: NodeUnschedulable, (NodeName), TaintToleration,
     # NodeAffinity, NodePorts, then NodeResourcesFit (checked elsewhere, against the snapshot).
     check_unschedulable,

@@ -19,7 +19,9 @@ from typing import Any, Protocol
 
 from gang.models.podgroup import PodGroupInfo, parse_podgroup
 from gang.queue.gangqueue import GangQueue
+from gang.scheduling.framework import QueueSortPlugin
 from gang.scheduling.gang import Gang, GangKey, gang_key_of
+from gang.scheduling.plugins import PrioritySort
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
 
@@ -45,12 +47,14 @@ class ClusterState:
         queue: GangQueue,
         reporter: Reporter,
         on_disruption: Callable[[Gang, str], None],
+        queue_sort: QueueSortPlugin | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.cache = cache
         self.queue = queue
         self.reporter = reporter
         self.on_disruption = on_disruption
+        self.queue_sort = queue_sort or PrioritySort()
         self.gangs: dict[GangKey, Gang] = {}
         self.podgroups: dict[Key, PodGroupInfo] = {}
         self._gang_of: dict[Key, GangKey] = {}
@@ -92,7 +96,7 @@ class ClusterState:
             self._unreserve_member(gang, info.key)
             self.on_disruption(gang, f"member {info.name} is being deleted")
         if gang.pending():
-            self.queue.add(key, gang.sort_key())
+            self.enqueue(gang)
         self.reporter.gang_changed(gang)
 
     def _reject_pod(self, raw: Obj, why: str) -> None:
@@ -175,7 +179,7 @@ class ClusterState:
                 self.on_disruption(
                     gang, f"node {name} holding {len(lost)} reservation(s) was deleted"
                 )
-                self.queue.add(gang.key, gang.sort_key())
+                self.enqueue(gang)
 
     # --- PodGroups -----------------------------------------------------------------------
 
@@ -194,7 +198,7 @@ class ClusterState:
                 gang, f"minMember changed from {previous.min_member} to {info.min_member}"
             )
         if gang.pending():
-            self.queue.add(gang.key, gang.sort_key())
+            self.enqueue(gang)
             self.queue.activate(gang.key)
         self.reporter.gang_changed(gang)
 
@@ -208,6 +212,10 @@ class ClusterState:
             self.on_disruption(gang, "its PodGroup was deleted")
 
     # --- helpers for the cycle -------------------------------------------------------------
+
+    def enqueue(self, gang: Gang) -> None:
+        """Offer the gang to the queue under its current QueueSort key."""
+        self.queue.add(gang.key, self.queue_sort.sort_key(gang))
 
     def register_vectors(self, pods: list[PodInfo]) -> None:
         """Give every requested resource a column before a snapshot is taken."""

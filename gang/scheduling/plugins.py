@@ -1,0 +1,180 @@
+"""gang's built-in behaviours, each a small plugin at its extension point.
+
+Each class does one thing and is named after the kube-scheduler or Coscheduling plugin whose
+behaviour it reproduces, so an operator who knows those knows these. ``default_filters`` and
+``default_scores`` assemble them from the configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gang.models.settings import ScoreWeights
+from gang.scheduling import predicates
+from gang.scheduling.framework import MAX_NODE_SCORE, FilterPlugin, ScoreInput, ScorePlugin, Scores
+from gang.scheduling.gang import Gang
+from gang.state.cache import Snapshot
+from gang.state.nodefacts import NodeFacts
+from gang.state.podinfo import QOS_RANK, Constraints
+from gang.state.resources import ResourceIndex
+
+# --- QueueSort ----------------------------------------------------------------------------
+
+
+class PrioritySort:
+    """Half-bound gangs first (their bound members idle until the rest arrive, e.g. after a
+    restart), then priority (high first) → QoS (Guaranteed first) → PodGroup age → name."""
+
+    name = "PrioritySort"
+
+    def sort_key(self, gang: Gang) -> tuple[int, int, int, float, str, str]:
+        pods = list(gang.members.values())
+        priority = max((p.priority for p in pods), default=0)
+        qos = max((p.qos_rank for p in pods), default=QOS_RANK["BestEffort"])
+        if gang.podgroup is not None:
+            created = gang.podgroup.creation_timestamp
+        else:
+            created = min((p.creation_timestamp for p in pods), default=0.0)
+        half_bound = 0 if gang.bound() and gang.pending() else 1
+        return (
+            half_bound,
+            -priority,
+            -qos,
+            created,
+            gang.key.namespace,
+            gang.key.group or gang.key.pod,
+        )
+
+
+# --- PreFilter ----------------------------------------------------------------------------
+
+
+class PodGroupReady:
+    """A gang's PodGroup must exist and be valid before any member is placed."""
+
+    name = "PodGroupReady"
+
+    def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
+        if gang.single:
+            return None
+        ns, name = gang.key.namespace, gang.key.group
+        if gang.podgroup is None:
+            return f"PodGroup {ns}/{name} not found; the pods wait until it is created"
+        if gang.podgroup.error is not None:
+            return f"PodGroup {ns}/{name} is invalid: {gang.podgroup.error}"
+        return None
+
+
+@dataclass(slots=True)
+class MinResources:
+    """Coscheduling's check: the cluster's total free capacity (plus what the gang already
+    holds) must cover the PodGroup's ``minResources``."""
+
+    index: ResourceIndex
+    name: str = "MinResources"
+
+    def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
+        if gang.podgroup is None or not gang.podgroup.min_resources:
+            return None
+        held: dict[str, int] = {}
+        for pod in gang.bound() + [gang.members[k] for k in gang.reserved if k in gang.members]:
+            for res, amount in pod.requests.items():
+                held[res] = held.get(res, 0) + amount
+        free = snap.free[snap.valid].clip(min=0).sum(axis=0)
+        short = []
+        for res, wanted in sorted(gang.podgroup.min_resources.items()):
+            col = self.index.column(res) if self.index.has(res) else len(free)
+            have = (int(free[col]) if col < len(free) else 0) + held.get(res, 0)
+            if have < wanted:
+                short.append(f"{res} (wants {wanted}, {have} available)")
+        if short:
+            return "the cluster cannot cover the PodGroup's minResources: " + ", ".join(short)
+        return None
+
+
+# --- Filter (static node facts; resources and ports are the placer's) ---------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    name: str
+    check: predicates.Check
+
+    def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
+        return self.check(constraints, node)
+
+
+def default_filters() -> list[FilterPlugin]:
+    """kube-scheduler's default order: NodeUnschedulable, TaintToleration, NodeAffinity."""
+    return [
+        _Check("NodeUnschedulable", predicates.check_unschedulable),
+        _Check("TaintToleration", predicates.check_taints),
+        _Check("NodeAffinity", predicates.check_node_affinity),
+    ]
+
+
+# --- Score --------------------------------------------------------------------------------
+
+
+def _floats(values: object) -> Scores:
+    return np.asarray(values, dtype=np.float64)
+
+
+class _Bounded:
+    """Scores already on 0..100 need no normalization."""
+
+    def normalize(self, scores: Scores) -> Scores:
+        return np.clip(scores, 0.0, MAX_NODE_SCORE)
+
+
+class LeastAllocated(_Bounded):
+    """Prefer emptier nodes (spreads load)."""
+
+    name = "LeastAllocated"
+
+    def score(self, s: ScoreInput) -> Scores:
+        return _floats((1.0 - s.utilization.mean(axis=1)) * MAX_NODE_SCORE)
+
+
+class MostAllocated(_Bounded):
+    """Prefer fuller nodes (bin-packing keeps whole nodes free for big gangs)."""
+
+    name = "MostAllocated"
+
+    def score(self, s: ScoreInput) -> Scores:
+        return _floats(s.utilization.mean(axis=1) * MAX_NODE_SCORE)
+
+
+class BalancedAllocation(_Bounded):
+    """Prefer nodes whose resources stay evenly used (no GPUs stranded without CPUs)."""
+
+    name = "BalancedAllocation"
+
+    def score(self, s: ScoreInput) -> Scores:
+        if s.utilization.shape[1] < 2:
+            return np.full(len(s.candidates), MAX_NODE_SCORE)
+        return _floats((1.0 - s.utilization.std(axis=1)) * MAX_NODE_SCORE)
+
+
+class GangPacking(_Bounded):
+    """Prefer nodes in topology domains that already hold members of this gang."""
+
+    name = "GangPacking"
+
+    def score(self, s: ScoreInput) -> Scores:
+        if not s.gang_domains:
+            return np.zeros(len(s.candidates))
+        return _floats(np.isin(s.domains, list(s.gang_domains)) * MAX_NODE_SCORE)
+
+
+def default_scores(weights: ScoreWeights) -> list[tuple[ScorePlugin, int]]:
+    """The Score plugins with a non-zero weight."""
+    table: list[tuple[ScorePlugin, int]] = [
+        (LeastAllocated(), weights.least_allocated),
+        (MostAllocated(), weights.most_allocated),
+        (BalancedAllocation(), weights.balanced_allocation),
+        (GangPacking(), weights.gang_packing),
+    ]
+    return [(plugin, weight) for plugin, weight in table if weight > 0]
