@@ -107,6 +107,16 @@ async def raw(cluster: SimCluster) -> AsyncIterator[Raw]:
         yield Raw(session, cluster.url)
 
 
+def binding(name: str, node: str) -> dict[str, Any]:
+    """A Binding body as kube-scheduler posts it to pods/{name}/binding."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
 def pod(
     name: str,
     *,

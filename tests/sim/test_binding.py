@@ -8,18 +8,9 @@ import orjson
 import pytest
 from kubernetes_asyncio import client as k8s
 
-from tests.conftest import Raw, pod
+from tests.conftest import Raw, binding, pod
 
 PODS = "/api/v1/namespaces/default/pods"
-
-
-def binding(name: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-    }
 
 
 async def test_bind_success_is_201_with_status_body(raw: Raw) -> None:

@@ -21,7 +21,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from gang.sim.cluster import SimCluster
-from tests.conftest import Raw, pod
+from tests.conftest import Raw, binding, pod
 
 PODS = "/api/v1/namespaces/default/pods"
 NODES = "/api/v1/nodes"
@@ -70,15 +70,6 @@ def podgroup(name: str, min_member: int = 2, **extra: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"minMember": min_member},
         **extra,
-    }
-
-
-def binding(name: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
 
 

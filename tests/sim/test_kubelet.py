@@ -11,7 +11,7 @@ import pytest
 
 from gang.sim.cluster import SimCluster
 from gang.sim.kubelet import KubeletConfig
-from tests.conftest import Raw, pod
+from tests.conftest import Raw, binding, pod
 
 PODS = "/api/v1/namespaces/default/pods"
 DEADLINE = 3.0
@@ -23,15 +23,6 @@ async def kube() -> AsyncIterator[tuple[SimCluster, Raw]]:
     config = KubeletConfig(start_delay=0.05, termination_delay=0.05)
     async with SimCluster("2", kubelet=config) as cluster, aiohttp.ClientSession() as session:
         yield cluster, Raw(session, cluster.url)
-
-
-def binding(name: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-    }
 
 
 def annotated(name: str, annotations: dict[str, str]) -> dict[str, Any]:

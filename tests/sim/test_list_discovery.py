@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client as k8s
 
 from gang.sim.cluster import SimCluster
-from tests.conftest import Raw, pod
+from tests.conftest import Raw, binding, pod
 
 PODS = "/api/v1/namespaces/default/pods"
 PG_API = "scheduling.x-k8s.io/v1alpha1"
@@ -46,15 +46,6 @@ def podgroup(name: str, min_member: int = 2) -> dict[str, Any]:
         "kind": "PodGroup",
         "metadata": {"name": name},
         "spec": {"minMember": min_member},
-    }
-
-
-def binding(name: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": name},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from gang.models.settings import ScoreWeights
@@ -148,7 +148,22 @@ def test_bigger_members_are_needed_first() -> None:
     cache = cluster(make_node("n0", cpu="4"))
     pods = [make_info("a-small", cpu="1"), make_info("b-big", cpu="3"), make_info("c-mid", cpu="2")]
     result = placed(place(cache, pods, need=1))
-    assert key("b-big") in result  # the needed one is the biggest
+    assert result[key("b-big")] == "n0"  # the needed one is the biggest
+    assert key("c-mid") not in result  # 2 cpu does not fit beside it
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: Placer.place stops at the first extra member that does not fit ('break'), so a "
+        "smaller extra sorted after it is never tried, contrary to 'then as many of the rest "
+        "as fit'"
+    ),
+)
+def test_every_extra_that_fits_is_placed() -> None:
+    cache = cluster(make_node("n0", cpu="4"))
+    pods = [make_info("a-small", cpu="1"), make_info("b-big", cpu="3"), make_info("c-mid", cpu="2")]
+    result = placed(place(cache, pods, need=1))
     assert result == {key("b-big"): "n0", key("a-small"): "n0"}
 
 
@@ -175,8 +190,12 @@ def test_capacity_already_used_by_others_is_respected() -> None:
     cache = cluster(make_node("n0", cpu="4"), make_node("n1", cpu="4"))
     cache.upsert_pod(make_info("theirs", node="n0", scheduler="default-scheduler", cpu="3"))
     cache.assume(make_info("reserved", cpu="3"), "n1")
-    failure = unplaceable(place(cache, gang(2, cpu="1"), need=2, weights=MOST))
-    assert failure.placed == 1
+    assert placed(place(cache, gang(2, cpu="1"), weights=MOST)) == {
+        key("w0"): "n0",
+        key("w1"): "n1",
+    }
+    failure = unplaceable(place(cache, gang(3, cpu="1"), weights=MOST))
+    assert failure.placed == 2
     assert failure.message == "0/2 nodes are available: 2 Insufficient cpu."
 
 
@@ -292,6 +311,23 @@ def test_spreading_still_fills_the_gangs_zone_first() -> None:
     assert len(result) == 6
     counts = {z: sum(1 for n in result.values() if n[0] == z) for z in "ab"}
     assert counts == {"a": 4, "b": 2}  # the first zone used is filled before the next
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=IndexError,
+    reason=(
+        "BUG: with gang packing on, need=0 and two or more anchors, Placer.place enters the "
+        "domain search with no needed member and _candidate_domains reads pods[0] of an empty "
+        "list (IndexError); the cycle calls place(..., need=0, anchors) for a gang that already "
+        "has its quorum placed when a further member arrives"
+    ),
+)
+def test_a_gang_with_quorum_places_a_late_extra_member() -> None:
+    cache = zoned_cluster()
+    late = [make_info("late", cpu="1")]
+    result = placed(place(cache, late, need=0, weights=PACK, anchors=["b0", "b1"]))
+    assert result[key("late")] in ("b0", "b1")  # in the zone its gang already uses
 
 
 def test_nodes_without_the_topology_label_still_take_members() -> None:
@@ -431,7 +467,11 @@ def varied_gang() -> list[PodInfo]:
     ]
 
 
-@pytest.mark.parametrize("weights", [ScoreWeights(), MOST, LEAST, PACK], ids=repr)
+@pytest.mark.parametrize(
+    "weights",
+    [ScoreWeights(), MOST, LEAST, PACK],
+    ids=["default", "most", "least", "pack"],
+)
 def test_same_inputs_give_the_same_placement(weights: ScoreWeights) -> None:
     pods = varied_gang()
     first = place(varied_cluster(), pods, need=5, weights=weights)
@@ -532,6 +572,8 @@ def test_placement_never_overcommits_and_is_all_or_nothing(
     need = data.draw(st.integers(0, len(pods)), label="need")
     names = sorted(cache.nodes)
     anchors = data.draw(st.lists(st.sampled_from(names), max_size=2), label="anchors")
+    # a known crash, see test_a_gang_with_quorum_places_a_late_extra_member
+    assume(need > 0 or len(anchors) < 2)
     snap = snapshot(cache, pods)
     before = snap.free.copy()
     requested_before = cache.requested.copy()
@@ -544,6 +586,7 @@ def test_placement_never_overcommits_and_is_all_or_nothing(
     again = Placer(cache.index, weights, ZONE).place(snapshot(cache, pods), pods, need, anchors)
     assert again == result
 
+    event(type(result).__name__)
     if isinstance(result, Unplaceable):
         assert result.needed == need
         assert 0 <= result.placed < need
