@@ -116,25 +116,18 @@ class Binder:
         self._forget(gang, key)
         if err.status != 404:
             self.errors += 1
-            pod = gang.members.get(key)
-            self.state.reporter.pod_event(
-                key,
-                pod.uid if pod else "",
-                "Warning",
-                "FailedBinding",
-                f"binding to {node} failed: {err.status} {err.reason}: {err.message}",
-            )
+            message = f"binding to {node} failed: {err.status} {err.reason}: {err.message}"
+            self._event(gang, key, "Warning", "FailedBinding", message)
         return True
+
+    def _event(self, gang: Gang, key: Key, kind: str, reason: str, message: str) -> None:
+        pod = gang.members.get(key)
+        self.state.reporter.pod_event(key, pod.uid if pod else "", kind, reason, message)
 
     def _done(self, gang: Gang, key: Key, node: str) -> None:
         self.bound += 1
-        pod = gang.members.get(key)
-        self.state.reporter.pod_event(
-            key,
-            pod.uid if pod else "",
-            "Normal",
-            "Scheduled",
-            f"Successfully assigned {key[0]}/{key[1]} to {node}",
+        self._event(
+            gang, key, "Normal", "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {node}"
         )
         if self.on_bound is not None:
             self.on_bound(gang, key, node)

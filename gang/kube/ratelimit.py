@@ -9,6 +9,7 @@ the same idea for asyncio: ``await limiter.acquire()`` before each request.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 
@@ -19,8 +20,8 @@ class TokenBucket:
     def __init__(
         self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        if rate <= 0 or burst < 1:
-            raise ValueError("rate must be > 0 and burst >= 1")
+        if not math.isfinite(rate) or rate <= 0 or burst < 1:
+            raise ValueError("rate must be a finite number > 0 and burst >= 1")
         self.rate = rate
         self.burst = burst
         self._clock = clock

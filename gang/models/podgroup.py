@@ -35,7 +35,7 @@ MAX_MIN_MEMBER = 100_000
 class PodGroupSpec(BaseModel):
     """The validated spec; unknown fields are ignored (forward compatibility)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore")
 
     min_member: StrictInt = Field(alias="minMember", ge=1, le=MAX_MIN_MEMBER)
     min_resources: dict[str, str | StrictInt] = Field(default_factory=dict, alias="minResources")
@@ -96,7 +96,9 @@ def _describe(err: ValidationError) -> str:
 
 def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
     """Raw PodGroup JSON → PodGroupInfo; an invalid spec yields ``error``, never an exception."""
-    meta = raw.get("metadata") or {}
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
     try:
         rv = int(meta.get("resourceVersion") or 0)
     except (TypeError, ValueError):

@@ -7,7 +7,9 @@ environment is the entry point's business; this module only says what is valid.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_SCHEDULER_NAME = "gang-scheduler"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -58,3 +60,9 @@ class SchedulerConfig(BaseModel):
     resync_period_seconds: float = Field(default=300.0, gt=0)
     #: server-side timeout of one watch request; the informer reconnects after it
     watch_timeout_seconds: int = Field(default=300, ge=1)
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> Self:
+        if self.backoff_max_seconds < self.backoff_initial_seconds:
+            raise ValueError("backoff_max_seconds must not be smaller than backoff_initial_seconds")
+        return self

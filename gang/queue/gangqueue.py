@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,8 @@ SortKey = tuple[Any, ...]
 @dataclass(slots=True)
 class _Entry:
     sort_key: SortKey
+    #: the heap item that currently stands for this entry; older items for it are stale
+    seq: int = -1
     attempts: int = 0
     where: str = ""  # "active" | "backoff" | "unschedulable" | "" (popped, being scheduled)
     timer: asyncio.TimerHandle | None = None
@@ -38,7 +40,6 @@ class GangQueue:
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
         flush_after: float = 60.0,
-        clock: Callable[[], float] | None = None,
     ) -> None:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -48,7 +49,6 @@ class GangQueue:
         self._seq = itertools.count()
         self._ready = asyncio.Event()
         self._loop = asyncio.get_running_loop()
-        self._clock = clock or self._loop.time
 
     # --- membership ----------------------------------------------------------------------
 
@@ -79,7 +79,7 @@ class GangQueue:
         entry.sort_key = sort_key
         if entry.where == "unschedulable" or (entry.where == "active" and changed):
             self._push(key, entry)
-        # active with a new key: pushed again (pop skips the stale entry); backoff: waits;
+        # active with a new key: pushed again (pop skips the stale item); backoff: waits;
         # in flight: ``done`` decides where it goes next
 
     def remove(self, key: GangKey) -> None:
@@ -92,9 +92,9 @@ class GangQueue:
     async def pop(self) -> GangKey:
         while True:
             while self._heap:
-                _, _, key = heapq.heappop(self._heap)
+                _, seq, key = heapq.heappop(self._heap)
                 entry = self._entries.get(key)
-                if entry is not None and entry.where == "active":
+                if entry is not None and entry.where == "active" and entry.seq == seq:
                     entry.where = ""
                     return key
             self._ready.clear()
@@ -160,7 +160,8 @@ class GangQueue:
             entry.timer.cancel()
             entry.timer = None
         entry.where = "active"
-        heapq.heappush(self._heap, (entry.sort_key, next(self._seq), key))
+        entry.seq = next(self._seq)
+        heapq.heappush(self._heap, (entry.sort_key, entry.seq, key))
         self._ready.set()
 
     def _park(self, key: GangKey, entry: _Entry, where: str, delay: float) -> None:

@@ -37,6 +37,7 @@ from gang.state.resources import ResourceIndex, Vector
 
 Key = tuple[str, str]
 Mask = npt.NDArray[np.bool_]
+Ports = dict[int, Counter[tuple[str, str, int]]]
 MAX_DOMAIN_TRIES = 8
 
 
@@ -142,25 +143,29 @@ class Placer:
         needed, extras = ordered[:need], ordered[need:]
 
         attempt: dict[Key, int] | Unplaceable | None = None
-        if self.pack_domains and len(needed) + len(anchors) > 1:
+        ports: Ports = {}  # host ports claimed by members placed in this call, per row
+        if self.pack_domains and needed and len(needed) + len(anchors) > 1:
             for domain in self._candidate_domains(snap, needed, vectors, anchor_domains):
                 rows = self._domains == domain
-                trial = snap.free.copy()
-                result = self._greedy(snap, trial, needed, vectors, rows, {domain})
+                trial, trial_ports = snap.free.copy(), _copy_ports(ports)
+                result = self._greedy(snap, trial, needed, vectors, rows, {domain}, trial_ports)
                 if not isinstance(result, Unplaceable):
                     snap.free[:] = trial
-                    attempt = result
+                    attempt, ports = result, trial_ports
                     break
         if attempt is None:
-            attempt = self._greedy(snap, snap.free, needed, vectors, None, set(anchor_domains))
+            attempt = self._greedy(
+                snap, snap.free, needed, vectors, None, set(anchor_domains), ports
+            )
         if isinstance(attempt, Unplaceable):
             return attempt
         used = {int(self._domains[row]) for row in attempt.values()} | anchor_domains
-        for pod in extras:
-            extra = self._greedy(snap, snap.free, [pod], vectors, None, used)
-            if isinstance(extra, Unplaceable):
-                break
-            attempt.update(extra)
+        for (
+            pod
+        ) in extras:  # best effort, each on its own: a smaller one may fit where a bigger did not
+            extra = self._greedy(snap, snap.free, [pod], vectors, None, used, ports)
+            if not isinstance(extra, Unplaceable):
+                attempt.update(extra)
         return Placement({key: snap.names[row] for key, row in attempt.items()})
 
     def _size(self, pod: PodInfo, snap: Snapshot) -> float:
@@ -207,10 +212,11 @@ class Placer:
         vectors: dict[Key, Vector],
         rows: Mask | None,
         used_domains: set[int],
+        claimed_ports: Ports,
     ) -> dict[Key, int] | Unplaceable:
-        """Place each pod on its best-scoring feasible row, consuming ``free``."""
+        """Place each pod on its best-scoring feasible row, consuming ``free`` and claiming
+        host ports in ``claimed_ports``; a failure on the first pod leaves both untouched."""
         chosen: dict[Key, int] = {}
-        claimed_ports: dict[int, Counter[tuple[str, str, int]]] = {}
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
             static = self.static(snap, pod.constraints)
@@ -238,9 +244,7 @@ class Placer:
                     claimed_ports.setdefault(row, Counter())[key] += 1
         return chosen
 
-    def _ports_free(
-        self, snap: Snapshot, pod: PodInfo, claimed: dict[int, Counter[tuple[str, str, int]]]
-    ) -> Mask:
+    def _ports_free(self, snap: Snapshot, pod: PodInfo, claimed: Ports) -> Mask:
         ok = np.ones(len(snap.names), dtype=np.bool_)
         wanted = [
             k for k in (host_port_key(p) for p in pod.constraints.host_ports) if k is not None
@@ -281,7 +285,7 @@ class Placer:
         pod: PodInfo,
         vec: Vector,
         static: _Static,
-        claimed: dict[int, Counter[tuple[str, str, int]]],
+        claimed: Ports,
         rows: Mask | None,
     ) -> str:
         """kube-scheduler's FitError histogram for this pod on the consumed snapshot."""
@@ -311,3 +315,7 @@ def _conflicts(wanted: list[tuple[str, str, int]], used: set[tuple[str, str, int
             ):
                 return True
     return False
+
+
+def _copy_ports(ports: Ports) -> Ports:
+    return {row: Counter(claimed) for row, claimed in ports.items()}

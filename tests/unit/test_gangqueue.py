@@ -98,14 +98,6 @@ async def test_promoting_an_active_gang_reorders_it() -> None:
     await assert_nothing_pops(q)  # the stale (9,) entry of "a" is skipped
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: GangQueue.add re-pushes an active gang whose sort key changed but leaves its old "
-        "heap entry, and pop() only checks entry.where == 'active', so the stale (higher "
-        "priority) entry pops the gang at its old position"
-    ),
-)
 async def test_demoting_an_active_gang_reorders_it() -> None:
     q = queue()
     q.add("a", (0,))
@@ -114,13 +106,6 @@ async def test_demoting_an_active_gang_reorders_it() -> None:
     assert await drain(q) == ["b", "a"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: remove() leaves the gang's heap entry behind; a gang re-added under the same key "
-        "is popped from that stale entry at its old sort key"
-    ),
-)
 async def test_a_removed_then_re_added_gang_takes_its_new_place() -> None:
     q = queue()
     q.add("a", (0,))

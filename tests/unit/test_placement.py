@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gang.models.settings import ScoreWeights
@@ -152,14 +152,6 @@ def test_bigger_members_are_needed_first() -> None:
     assert key("c-mid") not in result  # 2 cpu does not fit beside it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: Placer.place stops at the first extra member that does not fit ('break'), so a "
-        "smaller extra sorted after it is never tried, contrary to 'then as many of the rest "
-        "as fit'"
-    ),
-)
 def test_every_extra_that_fits_is_placed() -> None:
     cache = cluster(make_node("n0", cpu="4"))
     pods = [make_info("a-small", cpu="1"), make_info("b-big", cpu="3"), make_info("c-mid", cpu="2")]
@@ -313,16 +305,6 @@ def test_spreading_still_fills_the_gangs_zone_first() -> None:
     assert counts == {"a": 4, "b": 2}  # the first zone used is filled before the next
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason=(
-        "BUG: with gang packing on, need=0 and two or more anchors, Placer.place enters the "
-        "domain search with no needed member and _candidate_domains reads pods[0] of an empty "
-        "list (IndexError); the cycle calls place(..., need=0, anchors) for a gang that already "
-        "has its quorum placed when a further member arrives"
-    ),
-)
 def test_a_gang_with_quorum_places_a_late_extra_member() -> None:
     cache = zoned_cluster()
     late = [make_info("late", cpu="1")]
@@ -432,14 +414,6 @@ def test_needed_members_never_share_a_host_port_on_one_node() -> None:
     assert failure.message == f"0/2 nodes are available: 2 {REASON_HOST_PORTS}."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: Placer.place places each extra member with a fresh _greedy call whose claimed "
-        "host ports start empty, so extras ignore the host ports claimed by the needed members "
-        "(and by earlier extras) in the same placement"
-    ),
-)
 def test_extra_members_never_share_a_host_port_on_one_node() -> None:
     cache = cluster(make_node("n0"), make_node("n1"))
     pods = [port_pod(f"w{i}") for i in range(3)]
@@ -572,8 +546,6 @@ def test_placement_never_overcommits_and_is_all_or_nothing(
     need = data.draw(st.integers(0, len(pods)), label="need")
     names = sorted(cache.nodes)
     anchors = data.draw(st.lists(st.sampled_from(names), max_size=2), label="anchors")
-    # a known crash, see test_a_gang_with_quorum_places_a_late_extra_member
-    assume(need > 0 or len(anchors) < 2)
     snap = snapshot(cache, pods)
     before = snap.free.copy()
     requested_before = cache.requested.copy()
