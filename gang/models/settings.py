@@ -7,7 +7,7 @@ environment is the entry point's business; this module only says what is valid.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -66,3 +66,61 @@ class SchedulerConfig(BaseModel):
         if self.backoff_max_seconds < self.backoff_initial_seconds:
             raise ValueError("backoff_max_seconds must not be smaller than backoff_initial_seconds")
         return self
+
+
+class LeaderElection(BaseModel):
+    """kube-scheduler's leader election flags, with its defaults.
+
+    A standby takes over at most ``lease_duration_seconds`` after the leader stops renewing; the
+    leader gives up scheduling if it cannot renew within ``renew_deadline_seconds``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    lease_name: str = Field(default="gang-scheduler", min_length=1)
+    lease_namespace: str = Field(default="gang-system", min_length=1)
+    lease_duration_seconds: float = Field(default=15.0, gt=0)
+    renew_deadline_seconds: float = Field(default=10.0, gt=0)
+    retry_period_seconds: float = Field(default=2.0, gt=0)
+
+    @model_validator(mode="after")
+    def _timings(self) -> Self:
+        if (
+            not self.lease_duration_seconds
+            > self.renew_deadline_seconds
+            > self.retry_period_seconds
+        ):
+            raise ValueError(
+                "lease_duration_seconds > renew_deadline_seconds > retry_period_seconds must hold"
+            )
+        return self
+
+
+class ServerSettings(BaseModel):
+    """The HTTP endpoint for /healthz, /readyz, /metrics and /debug/gangs (read-only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    host: str = "0.0.0.0"
+    port: int = Field(default=8080, ge=0, le=65535)
+
+
+class LoggingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["text", "json"] = "text"
+
+
+class Settings(BaseModel):
+    """Everything ``gang run`` is configured with: a YAML file, then environment, then flags."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kubeconfig: str | None = None
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    leader_election: LeaderElection = Field(default_factory=LeaderElection)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
