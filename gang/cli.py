@@ -108,69 +108,65 @@ def _run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     run = sub.add_parser(
         "run",
         help="run the gang scheduler against a cluster",
-        description="Schedule gangs on the cluster the kubeconfig (or in-cluster "
-        "config) points at.",
+        description="Schedule gangs on the cluster the kubeconfig (or in-cluster config) points at. "
+        "Settings come from --config, then GANG_<SECTION>__<FIELD> environment variables, then flags.",
+    )
+    run.add_argument(
+        "--config", type=Path, help="YAML settings file (see manifests/configmap.yaml)"
     )
     run.add_argument(
         "--kubeconfig", help="path to a kubeconfig (default: in-cluster, then ~/.kube/config)"
     )
-    run.add_argument("--context", help="kubeconfig context to use")
     run.add_argument(
-        "--scheduler-name",
-        default=None,
-        help="spec.schedulerName to serve (default gang-scheduler)",
+        "--scheduler-name", help="spec.schedulerName to serve (default gang-scheduler)"
     )
-    run.add_argument("--qps", type=float, default=None, help="client write rate limit (requests/s)")
-    run.add_argument("--burst", type=int, default=None, help="client write burst")
+    run.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="elect a leader through a Lease; only the leader schedules",
+    )
+    run.add_argument("--lease-namespace", help="namespace of the leader election Lease")
+    run.add_argument("--qps", type=float, help="client write rate limit (requests/s)")
+    run.add_argument("--burst", type=int, help="client write burst")
     run.add_argument(
         "--default-schedule-timeout",
         type=float,
-        default=None,
         help="Permit wait when a PodGroup sets no scheduleTimeoutSeconds (seconds)",
     )
+    run.add_argument("--topology-key", help="node label gang packing keeps gangs inside")
     run.add_argument(
-        "--topology-key", default=None, help="node label gang packing keeps gangs inside"
+        "--port", type=int, help="port of /healthz /readyz /metrics /debug/gangs (0: any)"
     )
-    run.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    run.add_argument("--log-format", choices=["text", "json"])
 
 
 async def _run(args: argparse.Namespace) -> int:
-    import logging
+    from gang.app.config import ConfigError, load_settings
+    from gang.app.logs import configure_logging
+    from gang.app.process import Process
 
-    from pydantic import ValidationError
-
-    from gang.app.scheduler import GangScheduler
-    from gang.kube.client import make_api_client
-    from gang.models.settings import SchedulerConfig
-
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     overrides = {
-        "scheduler_name": args.scheduler_name,
-        "qps": args.qps,
-        "burst": args.burst,
-        "default_schedule_timeout_seconds": args.default_schedule_timeout,
-        "topology_key": args.topology_key,
+        "kubeconfig": args.kubeconfig,
+        "scheduler": {
+            "scheduler_name": args.scheduler_name,
+            "qps": args.qps,
+            "burst": args.burst,
+            "default_schedule_timeout_seconds": args.default_schedule_timeout,
+            "topology_key": args.topology_key,
+        },
+        "leader_election": {"enabled": args.leader_elect, "lease_namespace": args.lease_namespace},
+        "server": {"port": args.port},
+        "logging": {"level": args.log_level, "format": args.log_format},
     }
     try:
-        config = SchedulerConfig(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as err:
-        print(f"gang run: invalid configuration:\n{err}", file=sys.stderr)
+        settings = load_settings(args.config, overrides)
+    except ConfigError as err:
+        print(f"gang run: {err}", file=sys.stderr)
         return 2
-    api_client = await make_api_client(args.kubeconfig, args.context)
-    scheduler = GangScheduler(api_client, config)
-    task = asyncio.create_task(scheduler.run())
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass
-    finally:
-        await api_client.close()
-    return 0
+    configure_logging(settings.logging.level, settings.logging.format)
+    return await Process(settings).run()
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -186,10 +186,10 @@ async def run_demo(nodes: str) -> int:
         if huge:
             print(f"\nwhy 'huge' is pending (kubectl describe pod huge-0):\n  {huge[-1]}")
         stats = scheduler.stats
-        if stats.time_to_full_gang:
+        if stats.time_to_full_gang.observations:
             print(
                 f"\ngangs completed: {stats.gangs_completed}; time to full gang: "
-                f"max {max(stats.time_to_full_gang) * 1000:.0f} ms"
+                f"max {stats.time_to_full_gang.largest * 1000:.0f} ms"
             )
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -35,16 +35,45 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 
 
+#: upper bounds (seconds) of the time-to-full-gang histogram buckets
+FULL_GANG_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+
+@dataclass(slots=True)
+class DurationHistogram:
+    """Cumulative-bucket histogram (Prometheus style) with a bounded memory footprint."""
+
+    bounds: tuple[float, ...] = FULL_GANG_BUCKETS
+    counts: list[int] = field(default_factory=lambda: [0] * (len(FULL_GANG_BUCKETS) + 1))
+    total: float = 0.0
+    observations: int = 0
+    largest: float = 0.0
+
+    def observe(self, seconds: float) -> None:
+        index = next(
+            (i for i, bound in enumerate(self.bounds) if seconds <= bound), len(self.bounds)
+        )
+        self.counts[index] += 1
+        self.total += seconds
+        self.observations += 1
+        self.largest = max(self.largest, seconds)
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        out, running = [], 0
+        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
+            running += count
+            out.append((bound, running))
+        return out
+
+
 @dataclass(slots=True)
 class Stats:
-    """Counters for tests, the demo and (later) metrics."""
+    """What the scheduler has done: read by tests, the demo and the /metrics collector."""
 
-    cycles: int = 0
-    scheduled_cycles: int = 0
-    failed_cycles: int = 0
+    attempts: dict[str, int] = field(default_factory=dict)  # scheduling cycles by outcome
     gangs_completed: int = 0
     #: seconds from a gang's first waiting member to its quorum being bound
-    time_to_full_gang: list[float] = field(default_factory=list)
+    time_to_full_gang: DurationHistogram = field(default_factory=DurationHistogram)
 
 
 class GangScheduler:
@@ -110,7 +139,15 @@ class GangScheduler:
             await asyncio.shield(self._settle())
 
     async def _settle(self) -> None:
-        """On the way out: let binds in flight finish and write what users should see."""
+        """On the way out: release what is only reserved, let binds in flight finish, and
+        write what users should see."""
+        for gang in list(self.state.gangs.values()):
+            for key in [k for k in gang.reserved if k not in gang.binding]:
+                gang.reserved.pop(key, None)
+                self.cache.forget(key)
+            self.state.drop_placeholders(gang)
+            if gang.permit_timer is not None:
+                gang.permit_timer.cancel()
         try:
             await asyncio.wait_for(self.binder.drain(), 10)
             await self.reporter.flush(2)
@@ -135,11 +172,7 @@ class GangScheduler:
             if gang is None:
                 continue
             outcome = self.cycle.schedule(gang)
-            self.stats.cycles += 1
-            if outcome == "scheduled":
-                self.stats.scheduled_cycles += 1
-            else:
-                self.stats.failed_cycles += 1
+            self.stats.attempts[outcome] = self.stats.attempts.get(outcome, 0) + 1
             self.queue.done(key, outcome)
             await asyncio.sleep(0)  # let informers and binds run between cycles
 
@@ -152,7 +185,7 @@ class GangScheduler:
         last_in_flight = gang.binding <= {key}
         if gang.waiting_since is not None and last_in_flight and not gang.pending():
             loop = asyncio.get_running_loop()
-            self.stats.time_to_full_gang.append(loop.time() - gang.waiting_since)
+            self.stats.time_to_full_gang.observe(loop.time() - gang.waiting_since)
             self.stats.gangs_completed += 1
             gang.waiting_since = None
         self.reporter.gang_changed(gang)

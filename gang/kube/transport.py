@@ -282,3 +282,40 @@ class Kube:
             retries=2,
             limiter=self.event_limiter,
         )
+
+    # --- leases (leader election: never rate limited, never retried here) -----------------
+
+    async def get_lease(self, namespace: str, name: str) -> Obj | None:
+        from kubernetes_asyncio import client
+
+        api: Any = client.CoordinationV1Api(self.api_client)
+        try:
+            answer = await self.request(
+                lambda: api.read_namespaced_lease(name, namespace, _preload_content=False),
+                limited=False,
+                retries=0,
+            )
+        except KubeError as err:
+            if err.status == 404:
+                return None
+            raise
+        lease: Obj = answer.json()
+        return lease
+
+    async def write_lease(self, namespace: str, lease: Obj, *, create: bool) -> Obj:
+        """Create or replace (optimistic concurrency on metadata.resourceVersion) a Lease."""
+        from kubernetes_asyncio import client
+
+        api: Any = client.CoordinationV1Api(self.api_client)
+        name = lease["metadata"]["name"]
+
+        async def call() -> Any:
+            if create:
+                return await api.create_namespaced_lease(namespace, lease, _preload_content=False)
+            return await api.replace_namespaced_lease(
+                name, namespace, lease, _preload_content=False
+            )
+
+        answer = await self.request(call, limited=False, retries=0)
+        written: Obj = answer.json()
+        return written

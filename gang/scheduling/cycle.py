@@ -52,6 +52,8 @@ class Cycle:
         self.config = config
         self.on_permitted = on_permitted
         self.pre_filters: list[PreFilterPlugin] = [PodGroupReady(), MinResources(state.cache.index)]
+        #: Permit waits that ended without a quorum
+        self.permit_timeouts = 0
         self._loop = asyncio.get_running_loop()
 
     # --- the cycle -----------------------------------------------------------------------
@@ -149,6 +151,7 @@ class Cycle:
         gang.permit_timer = None
         if gang.has_quorum() or self.state.gangs.get(gang.key) is not gang:
             return
+        self.permit_timeouts += 1
         message = (
             f"gang {gang.key} timed out waiting for quorum: {gang.placed()}/{gang.min_member} "
             f"members placed after {gang.timeout or self.config.default_schedule_timeout_seconds:g}s; "

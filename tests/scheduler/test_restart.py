@@ -58,6 +58,8 @@ async def test_gang_run_command_against_a_kubeconfig() -> None:
             str(cluster.kubeconfig_path),
             "--log-level",
             "WARNING",
+            "--port",
+            "0",
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )

@@ -1,0 +1,93 @@
+"""Prometheus metrics, read from the scheduler's own counters at scrape time.
+
+The scheduling code keeps plain integers and a histogram in ``Stats`` (no metrics library on the
+hot path); this collector turns them into metric families when Prometheus scrapes. A process may
+run several scheduler instances over its life (one per leadership term), so the collector asks
+a provider for the current one; counters restart with a new term, which Prometheus handles as a
+counter reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from gang.app.scheduler import GangScheduler
+
+
+class SchedulerCollector(Collector):
+    def __init__(
+        self, current: Callable[[], GangScheduler | None], is_leader: Callable[[], bool]
+    ) -> None:
+        self.current = current
+        self.is_leader = is_leader
+
+    def collect(self) -> Iterator[Metric]:
+        leader = GaugeMetricFamily("gang_leader", "1 if this replica holds the lease and schedules")
+        leader.add_metric([], 1.0 if self.is_leader() else 0.0)
+        yield leader
+        scheduler = self.current()
+        if scheduler is None or not scheduler.ready.is_set():
+            return
+        stats = scheduler.stats
+        attempts = CounterMetricFamily(
+            "gang_scheduling_attempts", "Scheduling cycles by result", labels=["result"]
+        )
+        for result in ("scheduled", "unschedulable", "backoff"):
+            attempts.add_metric([result], stats.attempts.get(result, 0))
+        yield attempts
+        yield CounterMetricFamily(
+            "gang_pods_bound", "Pods bound by this scheduler", value=scheduler.binder.bound
+        )
+        yield CounterMetricFamily(
+            "gang_bind_errors",
+            "Failed binding requests (retried or not)",
+            value=scheduler.binder.errors,
+        )
+        yield CounterMetricFamily(
+            "gang_permit_timeouts",
+            "Quorum waits that timed out and released",
+            value=scheduler.cycle.permit_timeouts,
+        )
+        yield CounterMetricFamily(
+            "gang_gangs_completed", "Gangs whose quorum was bound", value=stats.gangs_completed
+        )
+        histogram = stats.time_to_full_gang
+        yield HistogramMetricFamily(
+            "gang_time_to_full_gang_seconds",
+            "Seconds from a gang's first waiting member to its whole quorum being bound",
+            buckets=histogram.cumulative(),
+            sum_value=histogram.total,
+        )
+        waiting = GaugeMetricFamily(
+            "gang_gangs_waiting", "Gangs with members waiting for placement or quorum"
+        )
+        waiting.add_metric(
+            [], sum(1 for g in scheduler.state.gangs.values() if g.pending() or g.reserved)
+        )
+        yield waiting
+        depth = GaugeMetricFamily(
+            "gang_queue_depth", "Gangs in the scheduling queue", labels=["queue"]
+        )
+        for name, count in scheduler.queue.counts().items():
+            depth.add_metric([name], count)
+        yield depth
+        yield GaugeMetricFamily(
+            "gang_binds_in_flight", "Binding requests in flight", value=scheduler.binder.in_flight
+        )
+
+
+def make_registry(
+    current: Callable[[], GangScheduler | None], is_leader: Callable[[], bool]
+) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    registry.register(SchedulerCollector(current, is_leader))
+    return registry

@@ -1,0 +1,111 @@
+"""The ``gang run`` process: settings → client → status server → (leader election →) scheduler.
+
+It owns the process lifecycle an operator relies on:
+- with leader election on, only the Lease holder schedules; a standby waits, ready;
+- losing the lease stops scheduling at once and ends the process with status 1, so Kubernetes
+  restarts it as a clean standby (kube-scheduler does the same);
+- SIGTERM (a rolling update, a node drain) shuts down gracefully: stop taking gangs, release
+  what is only reserved, let binds in flight finish, release the lease so the standby takes
+  over immediately, then exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import uuid
+
+from gang.app.metrics import make_registry
+from gang.app.scheduler import GangScheduler
+from gang.app.server import StatusServer
+from gang.kube.client import make_api_client
+from gang.kube.leader import LeaderElector, LeadershipLost
+from gang.kube.transport import Kube
+from gang.models.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def identity() -> str:
+    """Unique per process, readable in the Lease: ``<hostname>_<random>`` like kube-scheduler."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+class Process:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.identity = identity()
+        self.scheduler: GangScheduler | None = None
+        self.elector: LeaderElector | None = None
+        self.server: StatusServer | None = None
+        self.stopping = asyncio.Event()
+
+    def _is_leader(self) -> bool:
+        if self.elector is None:
+            return self.scheduler is not None
+        return self.elector.is_leader
+
+    def readiness(self) -> tuple[bool, str]:
+        if self.stopping.is_set():
+            return False, "shutting down"
+        if self.elector is not None and not self.elector.is_leader:
+            return True, "standby: waiting for the lease"
+        if self.scheduler is None or not self.scheduler.ready.is_set():
+            return False, "informers not synced yet"
+        return True, "ok"
+
+    async def run(self) -> int:
+        settings = self.settings
+        api_client = await make_api_client(settings.kubeconfig)
+        if settings.server.enabled:
+            registry = make_registry(lambda: self.scheduler, self._is_leader)
+            self.server = StatusServer(registry, lambda: self.scheduler, self.readiness)
+            await self.server.start(settings.server.host, settings.server.port)
+            log.info("serving /healthz /readyz /metrics /debug/gangs on port %d", self.server.port)
+
+        async def lead() -> None:
+            self.scheduler = GangScheduler(api_client, settings.scheduler, instance=self.identity)
+            await self.scheduler.run()
+
+        if settings.leader_election.enabled:
+            self.elector = LeaderElector(Kube(api_client), settings.leader_election, self.identity)
+            work = asyncio.create_task(self.elector.run(lead), name="leader election")
+        else:
+            work = asyncio.create_task(lead(), name="scheduler")
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stopping.set)
+        stop = asyncio.create_task(self.stopping.wait())
+        code = 0
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.done():
+                log.info(
+                    "shutting down: finishing binds in flight, releasing reservations and the lease"
+                )
+                work.cancel()
+            try:
+                await work
+            except asyncio.CancelledError:
+                pass
+            except LeadershipLost as err:
+                log.error("leader election lost: %s; exiting so a restart rejoins as standby", err)
+                code = 1
+            except Exception:
+                log.exception("scheduler stopped on an error")
+                code = 1
+            if self.elector is not None and stop.done():
+                await self.elector.release()
+        finally:
+            stop.cancel()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            if self.server is not None:
+                await self.server.stop()
+            with contextlib.suppress(Exception):
+                await api_client.close()
+        return code

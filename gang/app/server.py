@@ -1,0 +1,145 @@
+"""The process's own HTTP endpoint: health, readiness, metrics, and why each gang is pending.
+
+Read-only by design: nothing served here can change cluster state, so it needs no
+authentication (Kubernetes probes and Prometheus scrape it without credentials). It answers
+GET/HEAD only, accepts no request bodies, and never shows credentials.
+
+- ``/healthz``: the event loop is alive (liveness).
+- ``/readyz``: 200 when this replica is doing its job — the leader once its informers have
+  synced, a standby while it waits for the lease — else 503 with the reason (readiness).
+- ``/metrics``: Prometheus text format.
+- ``/debug/gangs``: every gang the scheduler knows and why it is not (fully) placed; JSON for
+  ``?format=json`` or ``Accept: application/json``, else a small HTML page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from gang.app.scheduler import GangScheduler
+
+MAX_REQUEST_BYTES = 1024
+
+
+def gang_report(scheduler: GangScheduler) -> list[dict[str, Any]]:
+    """One JSON-able entry per gang, sorted by namespace and name."""
+    loop_time = asyncio.get_running_loop().time()
+    out = []
+    for gang in sorted(scheduler.state.gangs.values(), key=lambda g: tuple(g.key)):
+        pending = gang.pending()
+        bound = gang.bound()
+        deadline = gang.permit_deadline
+        out.append(
+            {
+                "namespace": gang.key.namespace,
+                "name": gang.key.group or gang.key.pod,
+                "kind": "pod" if gang.single else "podgroup",
+                "min_member": gang.min_member,
+                "members": len(gang.members),
+                "pending": len(pending),
+                "reserved": len(gang.reserved),
+                "placeholders": len(gang.placeholders),
+                "binding": len(gang.binding),
+                "bound": len(bound),
+                "queue": scheduler.queue.where(gang.key),
+                "permit_wait_seconds_left": round(deadline - loop_time, 1)
+                if deadline is not None
+                else None,
+                "why_pending": gang.last_failure if (pending or gang.reserved) else None,
+            }
+        )
+    return out
+
+
+def _html(rows: list[dict[str, Any]]) -> str:
+    columns = [
+        "namespace",
+        "name",
+        "kind",
+        "min_member",
+        "members",
+        "pending",
+        "reserved",
+        "bound",
+        "queue",
+        "why_pending",
+    ]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape('' if r[c] is None else str(r[c]))}</td>" for c in columns)
+        + "</tr>"
+        for r in rows
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>gang: gangs</title>"
+        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style></head>"
+        f"<body><h1>gangs ({len(rows)})</h1><table><tr>{head}</tr>{body}</table></body></html>"
+    )
+
+
+class StatusServer:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        current: Callable[[], GangScheduler | None],
+        readiness: Callable[[], tuple[bool, str]],
+    ) -> None:
+        self.registry = registry
+        self.current = current
+        self.readiness = readiness
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/debug/gangs", self._gangs)
+        return app
+
+    async def start(self, host: str, port: int) -> None:
+        runner = web.AppRunner(self.make_app(), handle_signals=False, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        self._runner = runner
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        ready, why = self.readiness()
+        return web.Response(text=why, status=200 if ready else 503)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    async def _gangs(self, request: web.Request) -> web.Response:
+        scheduler = self.current()
+        rows = gang_report(scheduler) if scheduler is not None and scheduler.ready.is_set() else []
+        wants_json = request.query.get(
+            "format"
+        ) == "json" or "application/json" in request.headers.get("Accept", "")
+        if wants_json:
+            return web.Response(body=orjson.dumps(rows), content_type="application/json")
+        return web.Response(text=_html(rows), content_type="text/html")
