@@ -19,6 +19,12 @@ async def test_missing_podgroup_waits_with_an_event_then_binds() -> None:
             )
 
         await eventually(told)
+
+        async def solo_bound() -> bool:
+            return set(await api.bound()) == {"solo"}
+
+        await eventually(solo_bound)  # the lone pod is served while the gang waits
+        await asyncio.sleep(0.3)
         assert set(await api.bound()) == {"solo"}
         await api.create_podgroup(podgroup("ghost", 2))
 
