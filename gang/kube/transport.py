@@ -269,13 +269,6 @@ class Kube:
             )
         )
 
-    async def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> None:
-        await self.request(
-            lambda: self.core.patch_namespaced_pod_status(
-                name, namespace, patch, _preload_content=False
-            )
-        )
-
     async def create_event(self, namespace: str, event: Obj) -> None:
         await self.request(
             lambda: self.core.create_namespaced_event(namespace, event, _preload_content=False),
