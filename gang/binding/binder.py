@@ -133,6 +133,10 @@ class Binder:
             self.on_bound(gang, key, node)
 
     def _forget(self, gang: Gang, key: Key) -> None:
+        """Drop a reservation whose bind cannot happen; a member still unassigned and alive
+        goes back to the queue (no API event would bring it back otherwise)."""
         if gang.reserved.pop(key, None) is not None:
             self.state.cache.forget(key)
             self.state.queue.activate_unschedulable()
+        if self.state.gangs.get(gang.key) is gang and gang.pending():
+            self.state.enqueue(gang)
