@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -29,6 +30,16 @@ def test_json_lines_carry_level_logger_message_and_exception() -> None:
     assert entry["time"].endswith("+00:00")
 
 
+@pytest.fixture
+def restore_root_logger() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restore_root_logger")
 def test_configure_logging_switches_format(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("INFO", "json")
     logging.getLogger("gang.x").info("hello %s", "world")
