@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gang.sim import errors, events, pods
+from gang.sim import errors, events, pods, workloads
 from gang.sim.errors import ApiError
 from gang.sim.patch import JSON_PATCH, PatchError, UnsupportedPatchType, apply_patch
 from gang.sim.resources import Registry, ResourceType
@@ -81,6 +81,10 @@ class SimApi:
         self.rt_pods = self.registry.by_key("/v1/pods")
         self.rt_nodes = self.registry.by_key("/v1/nodes")
         self.rt_priority = self.registry.by_key("scheduling.k8s.io/v1/priorityclasses")
+        self.rt_events = self.registry.by_key("/v1/events")
+        self.rt_services = self.registry.by_key("/v1/services")
+        self.rt_jobs = self.registry.by_key("batch/v1/jobs")
+        self.rt_statefulsets = self.registry.by_key("apps/v1/statefulsets")
 
     def bootstrap(self) -> None:
         """What a fresh cluster has: the standard namespaces and system priority classes."""
@@ -237,6 +241,12 @@ class SimApi:
         if rt is self.rt_priority:
             obj.setdefault("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
             self._validate_priority_class(obj)
+        admit = _WORKLOAD_ADMISSION.get(rt.key)
+        if admit is not None:
+            try:
+                return admit(obj)
+            except workloads.WorkloadRejected as rejected:
+                raise errors.invalid(rt, obj["metadata"]["name"], rejected.causes) from None
         if rt.has_status and not rt.builtin:
             obj.pop("status", None)  # custom resources with a status subresource drop it on create
         return obj
@@ -645,6 +655,13 @@ class SimApi:
             {**pod, "metadata": meta, "spec": {**spec, "nodeName": node_name}, "status": status},
         )
         return errors.status_body(201, status="Success")
+
+
+_WORKLOAD_ADMISSION: dict[str, Callable[[Obj], Obj]] = {
+    "batch/v1/jobs": workloads.admit_job,
+    "apps/v1/statefulsets": workloads.admit_statefulset,
+    "/v1/services": workloads.admit_service,
+}
 
 
 def _is_set_resource_version(rv: Any) -> bool:

@@ -8,6 +8,10 @@ HTTP, exactly as to a real cluster; nothing in the scheduler imports this packag
     async with SimCluster(nodes="100:gpu=8,zones=4") as cluster:
         async with cluster.api_client() as client:   # kubernetes_asyncio ApiClient
             ...
+
+Like a real cluster it runs the Job and StatefulSet controllers (``gang.sim.controllers``) by
+default, so ``batch/v1`` Jobs and ``apps/v1`` StatefulSets turn into pods; ``controllers=False``
+leaves them inert (only the objects are stored). The kubelet stand-in is off by default.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import yaml
 from aiohttp import web
 
 from gang.sim.api import SimApi
+from gang.sim.controllers import Controllers
 from gang.sim.faults import Faults
 from gang.sim.kubelet import Kubelet, KubeletConfig
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
@@ -65,6 +70,7 @@ class SimCluster:
         token: str | None = None,
         kubeconfig_path: str | Path | None = None,
         node_controller: bool = True,
+        controllers: bool = True,
     ) -> None:
         self.store = Store(history_size=history_size)
         self.api = SimApi(self.store, node_controller=node_controller)
@@ -78,6 +84,8 @@ class SimCluster:
         self._pools = parse_pools(nodes) if isinstance(nodes, str) else list(nodes or [])
         kubelet_config = KubeletConfig() if kubelet is True else (kubelet or None)
         self.kubelet = Kubelet(self.api, kubelet_config) if kubelet_config else None
+        #: the Job and StatefulSet controller stand-ins (None with ``controllers=False``)
+        self.controllers = Controllers(self.api) if controllers else None
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
@@ -100,6 +108,8 @@ class SimCluster:
         self.api.bootstrap()
         if self._pools:
             self.add_nodes(self._pools)
+        if self.controllers is not None:
+            self.controllers.start()
         if self.port == 0:
             self.port = _free_port(self.host)
         await self.start_server()
@@ -110,6 +120,8 @@ class SimCluster:
     async def close(self) -> None:
         if self.kubelet is not None:
             self.kubelet.stop()
+        if self.controllers is not None:
+            self.controllers.stop()
         await self.stop_server()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()

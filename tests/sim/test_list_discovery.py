@@ -19,6 +19,8 @@ GROUPS = {
     "events.k8s.io": ["v1"],
     "coordination.k8s.io": ["v1"],
     "scheduling.k8s.io": ["v1"],
+    "batch": ["v1"],
+    "apps": ["v1"],
     "policy": ["v1"],
     "scheduling.x-k8s.io": ["v1alpha1"],
 }
@@ -137,6 +139,8 @@ async def test_core_v1_resource_list(raw: Raw) -> None:
         "pods/binding",
         "events",
         "bindings",
+        "services",
+        "services/status",
     } <= set(resources)
     pods = resources["pods"]
     assert pods["singularName"] == "pod" and pods["namespaced"] is True and pods["kind"] == "Pod"
@@ -195,6 +199,8 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         ("events.k8s.io", {"events"}),
         ("coordination.k8s.io", {"leases"}),
         ("scheduling.k8s.io", {"priorityclasses"}),
+        ("batch", {"jobs", "jobs/status"}),
+        ("apps", {"statefulsets", "statefulsets/status"}),
         ("policy", {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
         ("scheduling.x-k8s.io", {"podgroups", "podgroups/status"}),
     ],
