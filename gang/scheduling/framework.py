@@ -1,57 +1,129 @@
-"""The Scheduling Framework's extension points, as gang implements them.
+"""The Scheduling Framework's extension points as typed Python protocols — gang's plugin API.
 
-kube-scheduler's framework (QueueSort, PreFilter, Filter, PostFilter, Score, NormalizeScore,
-Reserve/Unreserve, Permit, Bind) is the vocabulary every scheduler author knows, so gang's
-built-in behaviours are small units at those points (``gang.scheduling.plugins``) rather than
-one long function. Two deliberate differences, both for speed at 5,000 nodes:
+kube-scheduler's framework (QueueSort, PreFilter, Filter, PostFilter, PreScore, Score,
+NormalizeScore, Reserve/Unreserve, Permit, PreBind, Bind, PostBind) is the vocabulary every
+scheduler author knows, so gang speaks it: every built-in behaviour is a plugin
+(``gang.scheduling.plugins``), and third-party plugins implement the same protocols. One class
+may implement several points; the framework finds them by their methods.
 
-- a Filter plugin here checks the *static* facts of one node (labels, taints, schedulability)
-  and its verdicts are cached per pod template and node-set version; resources and host ports,
-  which change with every placement, are checked by the placer against the snapshot;
-- a Score plugin scores all candidate nodes at once (numpy vectors), not one node per call.
+Semantics, as in kube-scheduler:
+- Filter stops at the first rejection for a node; the rejection reasons of all nodes are
+  aggregated into the "0/N nodes are available: ..." message.
+- Score results are normalised to 0..100 (NormalizeScore) and weighted.
+- Reserve runs in order; if one fails, Unreserve runs in reverse order on every plugin that had
+  reserved (and on any failure after Reserve, e.g. a Permit denial or timeout).
+- Permit: Allow, Deny(reason), or Wait(timeout). A gang binds when every Permit plugin allows;
+  a Wait holds its reservations until the plugins allow, or the shortest timeout expires.
+- Bind plugins run in order until one does not return ``SKIP``.
 
-Where each point runs: QueueSort in the gang queue; PreFilter and the placement (Filter, Score,
-NormalizeScore) in ``gang.scheduling.cycle``; Reserve/Unreserve as cache assume/forget there too;
-Permit in the cycle's quorum wait; Bind in ``gang.binding.binder``. PostFilter (preemption) is
-not implemented: a gang that does not fit waits.
+Differences, both for speed at 5,000 nodes and both deliberate:
+- Filters come in two kinds. A ``StaticFilterPlugin`` judges one node's static facts (labels,
+  taints, schedulability) for a pod's constraints; its verdicts are cached per pod template and
+  node-set version, so they run once for a whole gang. A ``NodeFilterPlugin`` judges every node
+  at once against the cycle's live snapshot (resources, host ports), as a numpy mask.
+- A Score plugin scores all candidate nodes at once (a numpy vector), not one node per call.
+
+Containment: a plugin that raises, or that overruns its extension point's time budget, fails
+the cycle for that gang only, with an Event naming the plugin (``PluginError``). Synchronous
+points are timed (Python cannot safely interrupt them); asynchronous points (PreBind, Bind,
+PostBind) are cancelled at their budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from gang.scheduling.gang import Gang
 from gang.state.cache import Snapshot
 from gang.state.nodefacts import NodeFacts
-from gang.state.podinfo import Constraints
+from gang.state.podinfo import Constraints, PodInfo
+from gang.state.resources import ResourceIndex, Vector
+
+if TYPE_CHECKING:
+    from gang.scheduling.gang import Gang
 
 Scores = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
+Key = tuple[str, str]
 MAX_NODE_SCORE = 100.0
+T = TypeVar("T")
 
 
+class PluginError(Exception):
+    """A plugin raised or overran its budget; the gang's cycle fails with this message."""
+
+    def __init__(self, plugin: str, point: str, why: str) -> None:
+        super().__init__(f"plugin {plugin} failed at {point}: {why}")
+        self.plugin = plugin
+        self.point = point
+
+
+@runtime_checkable
 class Plugin(Protocol):
     @property
     def name(self) -> str:
-        """The plugin's name, as configuration and Events refer to it."""
+        """The plugin's name, as profiles and Events refer to it."""
 
 
+# --- the cycle's points ----------------------------------------------------------------------
+
+
+@runtime_checkable
 class QueueSortPlugin(Plugin, Protocol):
-    def sort_key(self, gang: Gang) -> tuple[object, ...]:
+    def sort_key(self, gang: Gang) -> tuple[Any, ...]:
         """Smaller keys are scheduled first."""
 
 
+@runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
         """A reason the whole gang cannot be scheduled now, or None."""
 
 
-class FilterPlugin(Plugin, Protocol):
+@runtime_checkable
+class StaticFilterPlugin(Plugin, Protocol):
     def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
         """Why ``node`` cannot take a pod with ``constraints`` (kube-scheduler's wording), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilterInput:
+    """What a NodeFilterPlugin sees: one pod against every node of the live snapshot."""
+
+    snap: Snapshot
+    free: npt.NDArray[np.int64]  # what is left on each node after earlier members of this cycle
+    pod: PodInfo
+    vector: Vector
+    index: ResourceIndex
+    claimed_ports: Mapping[int, Mapping[tuple[str, str, int], int]]  # host ports taken this cycle
+
+
+@runtime_checkable
+class NodeFilterPlugin(Plugin, Protocol):
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        """True for every node that can take the pod."""
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        """Why node ``row`` was rejected (only asked when explaining a failure)."""
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(self, gang: Gang, snap: Snapshot, message: str) -> str | None:
+        """Called when the gang could not be placed; may return a better message (or act,
+        e.g. nominate preemption victims). gang ships none."""
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, gang: Gang, pods: list[PodInfo], snap: Snapshot) -> None:
+        """Prepare per-cycle state before any member is scored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +131,168 @@ class ScoreInput:
     """What Score plugins see for one member: every candidate node, as vectors.
 
     ``utilization`` is per candidate and per considered resource, *after* placing the member:
-    ``1 - free_after / allocatable``.
+    ``1 - free_after / allocatable``; ``free_after``/``allocatable`` are the same columns.
     """
 
     candidates: npt.NDArray[np.intp]
     utilization: npt.NDArray[np.float64]
     domains: npt.NDArray[np.int64]  # topology domain id per candidate, -1 if unlabelled
     gang_domains: frozenset[int]  # domains already holding members of this gang
+    resources: tuple[str, ...] = ()  # names of the considered columns
+    free_after: npt.NDArray[np.int64] = field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.int64)
+    )
+    allocatable: npt.NDArray[np.int64] = field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.int64)
+    )
 
 
+@runtime_checkable
 class ScorePlugin(Plugin, Protocol):
     def score(self, s: ScoreInput) -> Scores:
         """One raw score per candidate."""
 
     def normalize(self, scores: Scores) -> Scores:
         """NormalizeScore: map raw scores onto 0..MAX_NODE_SCORE."""
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, gang: Gang, assignments: Mapping[Key, str]) -> str | None:
+        """Reserve what the placed members need; a reason to refuse, or None."""
+
+    def unreserve(self, gang: Gang, assignments: Mapping[Key, str]) -> None:
+        """Undo ``reserve`` (must be idempotent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    timeout: float
+    reason: str = ""
+
+
+PermitDecision = Allow | Deny | Wait
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, gang: Gang) -> PermitDecision:
+        """Asked after Reserve and again whenever the gang changes while it waits."""
+
+
+# --- the binding cycle's points -----------------------------------------------------------
+
+SKIP = "skip"
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    async def pre_bind(self, gang: Gang, pod: Key, node: str) -> None:
+        """Runs before the member's Bind; raising fails (and retries) this member's binding."""
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    async def bind(self, gang: Gang, pod: Key, node: str) -> str | None:
+        """Bind the member, or return SKIP to let the next Bind plugin do it."""
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    async def post_bind(self, gang: Gang, pod: Key, node: str) -> None:
+        """Informational: the member is bound."""
+
+
+# --- running plugins safely -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Seconds a plugin may take per call at each point (None: unlimited)."""
+
+    sync: float | None = 0.5
+    asynchronous: float | None = 30.0
+
+
+def call(plugin: Plugin, point: str, budget: float | None, fn: Callable[..., T], *args: Any) -> T:
+    """Run a synchronous plugin method; exceptions and overruns become PluginError."""
+    start = time.perf_counter()
+    try:
+        result = fn(*args)
+    except PluginError:
+        raise
+    except Exception as err:  # a third-party plugin must never take the scheduler down
+        raise PluginError(plugin.name, point, f"{type(err).__name__}: {err}") from err
+    took = time.perf_counter() - start
+    if budget is not None and took > budget:
+        raise PluginError(
+            plugin.name, point, f"took {took * 1000:.0f} ms, over its {budget * 1000:.0f} ms budget"
+        )
+    return result
+
+
+async def call_async(
+    plugin: Plugin, point: str, budget: float | None, fn: Callable[..., Awaitable[T]], *args: Any
+) -> T:
+    """Run an asynchronous plugin method, cancelled at its budget."""
+    try:
+        return await asyncio.wait_for(fn(*args), budget)
+    except TimeoutError:
+        raise PluginError(
+            plugin.name, point, f"did not finish within its {budget:g} s budget"
+        ) from None
+    except PluginError:
+        raise
+    except Exception as err:
+        raise PluginError(plugin.name, point, f"{type(err).__name__}: {err}") from err
+
+
+# --- a profile: the plugins that serve one schedulerName --------------------------------------
+
+
+@dataclass(slots=True)
+class Profile:
+    scheduler_name: str
+    queue_sort: QueueSortPlugin
+    pre_filters: list[PreFilterPlugin] = field(default_factory=list)
+    static_filters: list[StaticFilterPlugin] = field(default_factory=list)
+    node_filters: list[NodeFilterPlugin] = field(default_factory=list)
+    post_filters: list[PostFilterPlugin] = field(default_factory=list)
+    pre_scores: list[PreScorePlugin] = field(default_factory=list)
+    scores: list[tuple[ScorePlugin, int]] = field(default_factory=list)
+    reserves: list[ReservePlugin] = field(default_factory=list)
+    permits: list[PermitPlugin] = field(default_factory=list)
+    pre_binds: list[PreBindPlugin] = field(default_factory=list)
+    binds: list[BindPlugin] = field(default_factory=list)
+    post_binds: list[PostBindPlugin] = field(default_factory=list)
+    budgets: Budgets = field(default_factory=Budgets)
+
+    def names(self) -> list[str]:
+        """Every plugin in the profile, once, in the order first seen."""
+        seen: dict[str, None] = {self.queue_sort.name: None}
+        for group in (
+            self.pre_filters,
+            self.static_filters,
+            self.node_filters,
+            self.post_filters,
+            self.pre_scores,
+            [p for p, _ in self.scores],
+            self.reserves,
+            self.permits,
+            self.pre_binds,
+            self.binds,
+            self.post_binds,
+        ):
+            for plugin in group:
+                seen.setdefault(plugin.name, None)
+        return list(seen)

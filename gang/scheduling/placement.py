@@ -28,9 +28,22 @@ import numpy as np
 import numpy.typing as npt
 
 from gang.models.settings import ScoreWeights
-from gang.scheduling.framework import FilterPlugin, ScoreInput, ScorePlugin
-from gang.scheduling.plugins import GangPacking, default_filters, default_scores
-from gang.scheduling.predicates import REASON_HOST_PORTS, host_port_key, insufficient, summarize
+from gang.scheduling.framework import (
+    Budgets,
+    NodeFilterInput,
+    NodeFilterPlugin,
+    ScoreInput,
+    ScorePlugin,
+    StaticFilterPlugin,
+    call,
+)
+from gang.scheduling.plugins import (
+    GangPacking,
+    default_filters,
+    default_node_filters,
+    default_scores,
+)
+from gang.scheduling.predicates import host_port_key, summarize
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.resources import ResourceIndex, Vector
@@ -53,6 +66,15 @@ class Unplaceable:
     needed: int
 
 
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """One pod against every node, without placing it (what a scheduler extender answers)."""
+
+    feasible: Mask  # per row
+    reasons: dict[int, list[str]]  # per valid, infeasible row: its Filter rejection reasons
+    scores: dict[int, float]  # per feasible row: the weighted sum of normalized scores
+
+
 @dataclass(slots=True)
 class _Static:
     mask: Mask
@@ -67,13 +89,19 @@ class Placer:
         index: ResourceIndex,
         weights: ScoreWeights,
         topology_key: str,
-        filters: Sequence[FilterPlugin] | None = None,
+        filters: Sequence[StaticFilterPlugin] | None = None,
         scores: Sequence[tuple[ScorePlugin, int]] | None = None,
+        node_filters: Sequence[NodeFilterPlugin] | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.index = index
         self.topology_key = topology_key
         self.filters = list(filters) if filters is not None else default_filters()
+        self.node_filters = (
+            list(node_filters) if node_filters is not None else default_node_filters()
+        )
         self.scores = list(scores) if scores is not None else default_scores(weights)
+        self.budget = (budgets or Budgets()).sync
         #: try to fit a whole gang inside one topology domain first
         self.pack_domains = any(isinstance(plugin, GangPacking) for plugin, _ in self.scores)
         self._version = -1
@@ -168,6 +196,30 @@ class Placer:
                 attempt.update(extra)
         return Placement({key: snap.names[row] for key, row in attempt.items()})
 
+    def evaluate(self, snap: Snapshot, pod: PodInfo) -> Evaluation:
+        """Filter and score one pod on every node of ``snap`` (nothing is consumed)."""
+        self._refresh(snap)
+        vec = self.index.fit(self.index.vector(pod.requests))[: snap.free.shape[1]]
+        static = self.static(snap, pod.constraints)
+        view = NodeFilterInput(snap, snap.free, pod, vec, self.index, {})
+        fit = static.mask.copy()
+        reasons: dict[int, list[str]] = {
+            row: [r] for row, r in enumerate(static.reasons) if r is not None and snap.valid[row]
+        }
+        for plugin in self.node_filters:
+            passed = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
+            for row in np.flatnonzero(fit & ~passed):
+                reasons[int(row)] = plugin.reasons(view, int(row)) or [
+                    f"node(s) rejected by {plugin.name}"
+                ]
+            fit = fit & passed
+        candidates = np.flatnonzero(fit)
+        totals = (
+            self._score(snap, snap.free, candidates, vec, set()) if candidates.size else np.zeros(0)
+        )
+        scores = {int(row): float(total) for row, total in zip(candidates, totals, strict=True)}
+        return Evaluation(fit, reasons, scores)
+
     def _size(self, pod: PodInfo, snap: Snapshot) -> float:
         """Dominant share of the pod's request against the largest node: big members first."""
         largest = snap.allocatable.max(axis=0) if len(snap.allocatable) else np.zeros(0)
@@ -220,18 +272,15 @@ class Placer:
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
             static = self.static(snap, pod.constraints)
-            fit = static.mask & np.all(free >= vec, axis=1)
-            if rows is not None:
-                fit &= rows
-            if pod.constraints.host_ports:
-                fit &= self._ports_free(snap, pod, claimed_ports)
+            fit = static.mask if rows is None else static.mask & rows
+            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports)
+            for plugin in self.node_filters:
+                if not fit.any():
+                    break
+                fit = fit & call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
             candidates = np.flatnonzero(fit)
             if candidates.size == 0:
-                return Unplaceable(
-                    self._explain(snap, free, pod, vec, static, claimed_ports, rows),
-                    placed=i,
-                    needed=len(pods),
-                )
+                return Unplaceable(self._explain(view, static), placed=i, needed=len(pods))
             scores = self._score(snap, free, candidates, vec, used_domains)
             row = int(candidates[int(np.argmax(scores))])
             free[row] -= vec
@@ -243,17 +292,6 @@ class Placer:
                 if key is not None:
                     claimed_ports.setdefault(row, Counter())[key] += 1
         return chosen
-
-    def _ports_free(self, snap: Snapshot, pod: PodInfo, claimed: Ports) -> Mask:
-        ok = np.ones(len(snap.names), dtype=np.bool_)
-        wanted = [
-            k for k in (host_port_key(p) for p in pod.constraints.host_ports) if k is not None
-        ]
-        for row, name in enumerate(snap.names):
-            used = set(snap.used_ports.get(name, ())) | set(claimed.get(row, ()))
-            if used and _conflicts(wanted, used):
-                ok[row] = False
-        return ok
 
     def _score(
         self,
@@ -272,49 +310,39 @@ class Placer:
         after = (free[np.ix_(candidates, cols)] - vec[cols]).astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             util = np.where(alloc > 0, 1.0 - after / alloc, 1.0)
-        view = ScoreInput(candidates, util, self._domains[candidates], frozenset(used_domains))
+        view = ScoreInput(
+            candidates,
+            util,
+            self._domains[candidates],
+            frozenset(used_domains),
+            resources=tuple(self.index.names[c] for c in wanted),
+            free_after=(free[np.ix_(candidates, cols)] - vec[cols]),
+            allocatable=snap.allocatable[np.ix_(candidates, cols)],
+        )
         total = np.zeros(len(candidates), dtype=np.float64)
         for plugin, weight in self.scores:
-            total += weight * plugin.normalize(plugin.score(view))
+            raw = call(plugin, "Score", self.budget, plugin.score, view)
+            total += weight * call(plugin, "NormalizeScore", self.budget, plugin.normalize, raw)
         return total
 
-    def _explain(
-        self,
-        snap: Snapshot,
-        free: npt.NDArray[np.int64],
-        pod: PodInfo,
-        vec: Vector,
-        static: _Static,
-        claimed: Ports,
-        rows: Mask | None,
-    ) -> str:
-        """kube-scheduler's FitError histogram for this pod on the consumed snapshot."""
+    def _explain(self, view: NodeFilterInput, static: _Static) -> str:
+        """kube-scheduler's FitError histogram for this pod on the consumed snapshot: per node
+        the first rejecting Filter's reasons."""
+        snap = view.snap
         reasons: Counter[str] = Counter()
-        ports_ok = self._ports_free(snap, pod, claimed) if pod.constraints.host_ports else None
+        masks = [plugin.filter_nodes(view) for plugin in self.node_filters]
         for row in np.flatnonzero(snap.valid):
-            reason = static.reasons[row]
-            if reason is not None:
-                reasons[reason] += 1
+            static_reason = static.reasons[row]
+            if static_reason is not None:
+                reasons[static_reason] += 1
                 continue
-            if ports_ok is not None and not ports_ok[row]:
-                reasons[REASON_HOST_PORTS] += 1
-                continue
-            short = np.flatnonzero(free[row] < vec)
-            for col in short:
-                reasons[insufficient(self.index.names[col])] += 1
+            for plugin, mask in zip(self.node_filters, masks, strict=True):
+                if not mask[row]:
+                    reasons.update(
+                        plugin.reasons(view, int(row)) or [f"node(s) rejected by {plugin.name}"]
+                    )
+                    break
         return summarize(int(snap.valid.sum()), reasons)
-
-
-def _conflicts(wanted: list[tuple[str, str, int]], used: set[tuple[str, str, int]]) -> bool:
-    for ip, protocol, number in wanted:
-        for used_ip, used_protocol, used_number in used:
-            if (
-                used_protocol == protocol
-                and used_number == number
-                and (ip == used_ip or "0.0.0.0" in (ip, used_ip))
-            ):
-                return True
-    return False
 
 
 def _copy_ports(ports: Ports) -> Ports:

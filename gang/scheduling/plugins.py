@@ -1,8 +1,9 @@
 """gang's built-in behaviours, each a small plugin at its extension point.
 
 Each class does one thing and is named after the kube-scheduler or Coscheduling plugin whose
-behaviour it reproduces, so an operator who knows those knows these. ``default_filters`` and
-``default_scores`` assemble them from the configuration.
+behaviour it reproduces, so an operator who knows those knows these. ``BUILTIN`` maps each name
+to its class, for profiles to enable, disable and weigh by name; ``default_filters`` and
+``default_scores`` give the default set.
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ import numpy as np
 
 from gang.models.settings import ScoreWeights
 from gang.scheduling import predicates
-from gang.scheduling.framework import MAX_NODE_SCORE, FilterPlugin, ScoreInput, ScorePlugin, Scores
+from gang.scheduling.framework import (
+    MAX_NODE_SCORE,
+    Allow,
+    Mask,
+    NodeFilterInput,
+    NodeFilterPlugin,
+    PermitDecision,
+    ScoreInput,
+    ScorePlugin,
+    Scores,
+    StaticFilterPlugin,
+    Wait,
+)
 from gang.scheduling.gang import Gang
 from gang.state.cache import Snapshot
 from gang.state.nodefacts import NodeFacts
@@ -94,25 +107,96 @@ class MinResources:
         return None
 
 
-# --- Filter (static node facts; resources and ports are the placer's) ---------------------
+# --- Filter ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Check:
-    name: str
-    check: predicates.Check
+class NodeUnschedulable:
+    """Cordoned nodes take only pods tolerating ``node.kubernetes.io/unschedulable``."""
+
+    name = "NodeUnschedulable"
 
     def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
-        return self.check(constraints, node)
+        return predicates.check_unschedulable(constraints, node)
 
 
-def default_filters() -> list[FilterPlugin]:
+class TaintToleration:
+    """NoSchedule and NoExecute taints the pod does not tolerate reject the node."""
+
+    name = "TaintToleration"
+
+    def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
+        return predicates.check_taints(constraints, node)
+
+
+class NodeAffinity:
+    """nodeSelector and required node affinity (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+
+    name = "NodeAffinity"
+
+    def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
+        return predicates.check_node_affinity(constraints, node)
+
+
+class NodePorts:
+    """A host port the pod wants must be free on the node (counting this cycle's placements)."""
+
+    name = "NodePorts"
+
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        ok = np.ones(len(s.snap.names), dtype=np.bool_)
+        wanted = [
+            k
+            for k in (predicates.host_port_key(p) for p in s.pod.constraints.host_ports)
+            if k is not None
+        ]
+        if not wanted:
+            return ok
+        for row, name in enumerate(s.snap.names):
+            used = set(s.snap.used_ports.get(name, ())) | set(s.claimed_ports.get(row, ()))
+            if used and _ports_conflict(wanted, used):
+                ok[row] = False
+        return ok
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        return [predicates.REASON_HOST_PORTS]
+
+
+class NodeResourcesFit:
+    """Every resource the pod requests (cpu, memory, pods, GPUs, ...) must fit what is left."""
+
+    name = "NodeResourcesFit"
+
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        result: Mask = np.all(s.free >= s.vector, axis=1)
+        return result
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        return [
+            predicates.insufficient(s.index.names[col])
+            for col in np.flatnonzero(s.free[row] < s.vector)
+        ]
+
+
+def _ports_conflict(wanted: list[tuple[str, str, int]], used: set[tuple[str, str, int]]) -> bool:
+    for ip, protocol, number in wanted:
+        for used_ip, used_protocol, used_number in used:
+            if (
+                used_protocol == protocol
+                and used_number == number
+                and (ip == used_ip or "0.0.0.0" in (ip, used_ip))
+            ):
+                return True
+    return False
+
+
+def default_filters() -> list[StaticFilterPlugin]:
     """kube-scheduler's default order: NodeUnschedulable, TaintToleration, NodeAffinity."""
-    return [
-        _Check("NodeUnschedulable", predicates.check_unschedulable),
-        _Check("TaintToleration", predicates.check_taints),
-        _Check("NodeAffinity", predicates.check_node_affinity),
-    ]
+    return [NodeUnschedulable(), TaintToleration(), NodeAffinity()]
+
+
+def default_node_filters() -> list[NodeFilterPlugin]:
+    """Then NodePorts and NodeResourcesFit, against the live snapshot."""
+    return [NodePorts(), NodeResourcesFit()]
 
 
 # --- Score --------------------------------------------------------------------------------
@@ -169,6 +253,27 @@ class GangPacking(_Bounded):
         return _floats(np.isin(s.domains, list(s.gang_domains)) * MAX_NODE_SCORE)
 
 
+# --- Permit --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GangPermit:
+    """Coscheduling's Permit: allow once bound + reserved members reach minMember; until then
+    wait, at most the PodGroup's scheduleTimeoutSeconds (else ``default_timeout``)."""
+
+    default_timeout: float = 60.0
+    name: str = "GangPermit"
+
+    def permit(self, gang: Gang) -> PermitDecision:
+        if gang.has_quorum():
+            return Allow()
+        return Wait(
+            gang.timeout or self.default_timeout,
+            f"waiting for quorum: {gang.placed()}/{gang.min_member} members placed, "
+            f"{len(gang.members)} exist",
+        )
+
+
 def default_scores(weights: ScoreWeights) -> list[tuple[ScorePlugin, int]]:
     """The Score plugins with a non-zero weight."""
     table: list[tuple[ScorePlugin, int]] = [
@@ -178,3 +283,24 @@ def default_scores(weights: ScoreWeights) -> list[tuple[ScorePlugin, int]]:
         (GangPacking(), weights.gang_packing),
     ]
     return [(plugin, weight) for plugin, weight in table if weight > 0]
+
+
+#: every built-in plugin by name (the binder's DefaultBinder lives with the binding cycle)
+BUILTIN: dict[str, type] = {
+    cls.name if isinstance(getattr(cls, "name", None), str) else cls.__name__: cls
+    for cls in (
+        PrioritySort,
+        PodGroupReady,
+        NodeUnschedulable,
+        TaintToleration,
+        NodeAffinity,
+        NodePorts,
+        NodeResourcesFit,
+        LeastAllocated,
+        MostAllocated,
+        BalancedAllocation,
+        GangPacking,
+    )
+}
+BUILTIN["MinResources"] = MinResources
+BUILTIN["GangPermit"] = GangPermit
