@@ -160,9 +160,12 @@ async def _run(args: argparse.Namespace) -> int:
         "server": {"port": args.port},
         "logging": {"level": args.log_level, "format": args.log_format},
     }
+    from gang.app.profiles import ProfileError, check_profiles
+
     try:
         settings = load_settings(args.config, overrides)
-    except ConfigError as err:
+        check_profiles(settings.scheduler)
+    except (ConfigError, ProfileError) as err:
         print(f"gang run: {err}", file=sys.stderr)
         return 2
     configure_logging(settings.logging.level, settings.logging.format)

@@ -17,6 +17,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
+from gang.app.profiles import build_profiles
 from gang.binding.binder import Binder
 from gang.binding.reporter import PODGROUPS, KubeReporter
 from gang.kube.informer import Informer
@@ -25,6 +26,7 @@ from gang.kube.transport import NODES, PODS, Kube
 from gang.models.settings import SchedulerConfig
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
+from gang.scheduling.framework import PluginContext
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placer
 from gang.scheduling.tracker import ClusterState
@@ -100,13 +102,39 @@ class GangScheduler:
             backoff_max=cfg.backoff_max_seconds,
             flush_after=cfg.unschedulable_flush_seconds,
         )
-        self.reporter = KubeReporter(self.kube, cfg.scheduler_name, self.instance)
+        self.profiles = build_profiles(cfg, PluginContext(cfg, self.cache.index, self.kube))
+        names = list(self.profiles)
+        self.reporter = KubeReporter(self.kube, names[0], self.instance)
         self.state = ClusterState(
-            cfg.scheduler_name, self.cache, self.queue, self.reporter, self._disrupted
+            names,
+            self.cache,
+            self.queue,
+            self.reporter,
+            self._disrupted,
+            queue_sort=self.profiles[names[0]].queue_sort,
         )
-        self.placer = Placer(self.cache.index, cfg.weights, cfg.topology_key)
-        self.binder = Binder(self.kube, self.state, cfg.bind_concurrency, on_bound=self._bound)
-        self.cycle = Cycle(self.state, self.placer, cfg, on_permitted=self.binder.bind_gang)
+        self.placers = {
+            name: Placer(
+                self.cache.index,
+                cfg.weights,
+                cfg.topology_key,
+                filters=p.static_filters,
+                scores=p.scores,
+                node_filters=p.node_filters,
+                budgets=p.budgets,
+            )
+            for name, p in self.profiles.items()
+        }
+        self.binder = Binder(
+            self.kube,
+            self.state,
+            cfg.bind_concurrency,
+            on_bound=self._bound,
+            profiles=self.profiles,
+        )
+        self.cycle = Cycle(
+            self.state, self.profiles, self.placers, cfg, on_permitted=self.binder.bind_gang
+        )
         self.informers = [
             Informer(
                 self.kube,
@@ -142,12 +170,7 @@ class GangScheduler:
         """On the way out: release what is only reserved, let binds in flight finish, and
         write what users should see."""
         for gang in list(self.state.gangs.values()):
-            for key in [k for k in gang.reserved if k not in gang.binding]:
-                gang.reserved.pop(key, None)
-                self.cache.forget(key)
-            self.state.drop_placeholders(gang)
-            if gang.permit_timer is not None:
-                gang.permit_timer.cancel()
+            self.cycle.unreserve(gang)
         try:
             await asyncio.wait_for(self.binder.drain(), 10)
             await self.reporter.flush(2)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gang.kube.transport import Kube, KubeError, backoff_delay
+from gang.scheduling.framework import SKIP, PluginError, Profile, call_async
 from gang.scheduling.gang import Gang
 from gang.scheduling.tracker import ClusterState
 
@@ -38,9 +39,12 @@ class Binder:
         state: ClusterState,
         concurrency: int,
         on_bound: Callable[[Gang, Key, str], None] | None = None,
+        profiles: Mapping[str, Profile] | None = None,
     ) -> None:
         self.kube = kube
         self.state = state
+        #: PreBind / Bind / PostBind plugins per schedulerName; without profiles, DefaultBinder
+        self.profiles = profiles or {}
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_bound = on_bound
@@ -66,16 +70,62 @@ class Binder:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    async def _run_plugins(self, gang: Gang, key: Key, node: str) -> None:
+        """PreBind plugins, then Bind plugins until one does not SKIP."""
+        profile = self.profiles.get(gang.scheduler_name)
+        if profile is None:
+            await DefaultBinder(self.kube).bind(gang, key, node)
+            return
+        budget = profile.budgets.asynchronous
+        for plugin in profile.pre_binds:
+            await call_async(
+                plugin,
+                "PreBind",
+                budget,
+                plugin.pre_bind,
+                gang,
+                key,
+                node,
+                passthrough=(KubeError,),
+            )
+        for binder in profile.binds:
+            result = await call_async(
+                binder, "Bind", budget, binder.bind, gang, key, node, passthrough=(KubeError,)
+            )
+            if result != SKIP:
+                return
+        raise PluginError("Bind", "Bind", "every Bind plugin skipped the pod")
+
+    async def _post_bind(self, gang: Gang, key: Key, node: str) -> None:
+        profile = self.profiles.get(gang.scheduler_name)
+        for plugin in profile.post_binds if profile is not None else ():
+            try:
+                await call_async(
+                    plugin,
+                    "PostBind",
+                    profile.budgets.asynchronous if profile else None,
+                    plugin.post_bind,
+                    gang,
+                    key,
+                    node,
+                )
+            except PluginError as err:
+                log.warning("%s", err)  # informational point: the pod is bound regardless
+
     async def _bind(self, gang: Gang, key: Key, node: str) -> None:
-        pod = gang.members.get(key)
-        uid = pod.uid if pod is not None else None
         attempt = 0
         try:
             while gang.reserved.get(key) == node:
                 try:
                     async with self._slots:
-                        await self.kube.bind(key[0], key[1], node, uid)
+                        await self._run_plugins(gang, key, node)
                     self._done(gang, key, node)
+                    await self._post_bind(gang, key, node)
+                    return
+                except PluginError as err:
+                    self.errors += 1
+                    self._forget(gang, key)
+                    self._event(gang, key, "Warning", "FailedBinding", str(err))
                     return
                 except KubeError as err:
                     if await self._settled(gang, key, node, err):
@@ -140,3 +190,17 @@ class Binder:
             self.state.queue.activate_unschedulable()
         if self.state.gangs.get(gang.key) is gang and gang.pending():
             self.state.enqueue(gang)
+
+
+class DefaultBinder:
+    """The Bind plugin every profile ends with: POST pods/{name}/binding."""
+
+    name = "DefaultBinder"
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+
+    async def bind(self, gang: Gang, pod: Key, node: str) -> str | None:
+        member = gang.members.get(pod)
+        await self.kube.bind(pod[0], pod[1], node, member.uid if member is not None else None)
+        return None

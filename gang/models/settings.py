@@ -7,7 +7,7 @@ environment is the entry point's business; this module only says what is valid.
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -29,6 +29,37 @@ class ScoreWeights(BaseModel):
     most_allocated: int = Field(default=1, ge=0, le=100)
     balanced_allocation: int = Field(default=1, ge=0, le=100)
     gang_packing: int = Field(default=2, ge=0, le=100)
+
+
+class PluginRef(BaseModel):
+    """A plugin to enable by name, with a weight for its Score point (1..100)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    weight: int | None = Field(default=None, ge=1, le=100)
+
+
+class PluginSet(BaseModel):
+    """Changes to the default plugins, like a KubeSchedulerConfiguration profile's ``plugins``:
+    ``disabled`` names defaults to drop (``"*"``: all of them), ``enabled`` adds plugins (or
+    re-weights a default). A plugin is enabled or disabled at every point it implements."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: list[PluginRef] = Field(default_factory=list)
+    disabled: list[str] = Field(default_factory=list)
+
+
+class ProfileConfig(BaseModel):
+    """One scheduling profile: the plugins serving one ``schedulerName``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduler_name: str = Field(min_length=1)
+    plugins: PluginSet = Field(default_factory=PluginSet)
+    #: arguments per plugin name, passed to the plugin's factory
+    plugin_args: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class SchedulerConfig(BaseModel):
@@ -60,12 +91,28 @@ class SchedulerConfig(BaseModel):
     resync_period_seconds: float = Field(default=300.0, gt=0)
     #: server-side timeout of one watch request; the informer reconnects after it
     watch_timeout_seconds: int = Field(default=300, ge=1)
+    #: scheduling profiles; empty means one profile with the default plugins for scheduler_name
+    profiles: list[ProfileConfig] = Field(default_factory=list)
+    #: third-party plugins to load: "package.module:ClassOrFactory" (entry point group
+    #: "gang.plugins" is loaded too); their names can then be enabled in profiles
+    plugin_paths: list[str] = Field(default_factory=list)
+    #: time budget of one plugin call at a synchronous point (seconds; over it the gang's cycle
+    #: fails naming the plugin)
+    plugin_budget_seconds: float = Field(default=0.5, gt=0)
+    #: time budget of one plugin call at an asynchronous point (PreBind, Bind, PostBind)
+    async_plugin_budget_seconds: float = Field(default=30.0, gt=0)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Self:
         if self.backoff_max_seconds < self.backoff_initial_seconds:
             raise ValueError("backoff_max_seconds must not be smaller than backoff_initial_seconds")
+        names = [p.scheduler_name for p in self.profiles]
+        if len(set(names)) != len(names):
+            raise ValueError(f"profiles must serve distinct scheduler names, got {names}")
         return self
+
+    def scheduler_names(self) -> list[str]:
+        return [p.scheduler_name for p in self.profiles] or [self.scheduler_name]
 
 
 class LeaderElection(BaseModel):

@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from gang.models.settings import SchedulerConfig
-from gang.scheduling.framework import PreFilterPlugin
+from gang.scheduling.framework import Deny, PluginError, Profile, ReservePlugin, Wait, call
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placement, Placer, Unplaceable
-from gang.scheduling.plugins import MinResources, PodGroupReady
 from gang.scheduling.tracker import ClusterState
 from gang.state.podinfo import PodInfo
 
 log = logging.getLogger(__name__)
 
 SCHEDULED, UNSCHEDULABLE, BACKOFF = "scheduled", "unschedulable", "backoff"
+Key = tuple[str, str]
+Held = dict[Key, tuple[PodInfo, str]]
 #: repeat an identical FailedScheduling event for a gang at most this often (seconds)
 REPORT_EVERY = 30.0
 
@@ -43,18 +44,24 @@ class Cycle:
     def __init__(
         self,
         state: ClusterState,
-        placer: Placer,
+        profiles: Mapping[str, Profile],
+        placers: Mapping[str, Placer],
         config: SchedulerConfig,
         on_permitted: Callable[[Gang], None],
     ) -> None:
         self.state = state
-        self.placer = placer
+        self.profiles = profiles
+        self.placers = placers
         self.config = config
         self.on_permitted = on_permitted
-        self.pre_filters: list[PreFilterPlugin] = [PodGroupReady(), MinResources(state.cache.index)]
         #: Permit waits that ended without a quorum
         self.permit_timeouts = 0
+        #: cycles failed by a plugin error, per plugin name
+        self.plugin_failures: dict[str, int] = {}
         self._loop = asyncio.get_running_loop()
+
+    def _profile(self, gang: Gang) -> Profile:
+        return self.profiles.get(gang.scheduler_name) or next(iter(self.profiles.values()))
 
     # --- the cycle -----------------------------------------------------------------------
 
@@ -65,8 +72,27 @@ class Cycle:
             return SCHEDULED
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
-        required = max(0, gang.min_member - gang.placed())
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
+        try:
+            outcome = self._schedule(gang, pending, held)
+        except PluginError as err:
+            self.plugin_failures[err.plugin] = self.plugin_failures.get(err.plugin, 0) + 1
+            self._restore(gang, held)
+            self._fail(gang, pending, str(err))
+            return BACKOFF
+        if outcome is not None:
+            self._restore(gang, held)
+            self._fail(gang, pending, outcome)
+            return UNSCHEDULABLE
+        self.permit(gang)
+        self.state.reporter.gang_changed(gang)
+        return SCHEDULED
+
+    def _schedule(self, gang: Gang, pending: list[PodInfo], held: Held) -> str | None:
+        """PreFilter → PreScore → Filter/Score/assign → Reserve; a failure message, or None."""
+        profile = self._profile(gang)
+        budget = profile.budgets.sync
+        required = max(0, gang.min_member - gang.placed())
         pods, need = list(pending), min(len(pending), required)
         if len(pending) < required:  # hold room for the members not created yet
             template = max(pending, key=lambda p: p.creation_timestamp)
@@ -74,31 +100,76 @@ class Cycle:
             need = len(pods)
         self.state.register_vectors(pods)
         snap = self.state.cache.snapshot()
-        rejection = next(
-            (r for r in (f.pre_filter(gang, snap) for f in self.pre_filters) if r), None
-        )
+        for plugin in profile.pre_filters:
+            rejection = call(plugin, "PreFilter", budget, plugin.pre_filter, gang, snap)
+            if rejection:
+                return rejection
+        for pre_score in profile.pre_scores:
+            call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
         anchors += [node for _, node in held.values()]
-        result = self.placer.place(snap, pods, need, anchors) if rejection is None else None
+        result = self.placers[profile.scheduler_name].place(snap, pods, need, anchors)
         if not isinstance(result, Placement):
-            self._restore(gang, held)
-            message = rejection if result is None else self._describe_failure(gang, result)
-            self._fail(gang, pending, message or "unschedulable")
-            return UNSCHEDULABLE
-        by_key = {p.key: p for p in pods}
-        for key, node in result.assignments.items():  # Reserve
-            pod = by_key[key]
-            self.state.cache.assume(pod, node)
+            message = self._describe_failure(gang, result)
+            for post in profile.post_filters:
+                message = (
+                    call(post, "PostFilter", budget, post.post_filter, gang, snap, message)
+                    or message
+                )
+            return message
+        return self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
+
+    def _reserve(
+        self,
+        gang: Gang,
+        profile: Profile,
+        pods: Mapping[Key, PodInfo],
+        assignments: Mapping[Key, str],
+    ) -> str | None:
+        """The cache assumption first (always), then the Reserve plugins in order; on a refusal
+        everything this call reserved is undone, plugins in reverse order."""
+        for key, node in assignments.items():
+            self.state.cache.assume(pods[key], node)
+        members = {k: n for k, n in assignments.items() if k in gang.members}
+        done: list[ReservePlugin] = []
+        refusal: str | None = None
+        try:
+            for plugin in profile.reserves:
+                refusal = call(
+                    plugin, "Reserve", profile.budgets.sync, plugin.reserve, gang, members
+                )
+                if refusal:
+                    refusal = f"plugin {plugin.name} refused Reserve: {refusal}"
+                    break
+                done.append(plugin)
+        except PluginError:
+            self._unreserve_plugins(done, gang, members)
+            for key in assignments:
+                self.state.cache.forget(key)
+            raise
+        if refusal:
+            self._unreserve_plugins(done, gang, members)
+            for key in assignments:
+                self.state.cache.forget(key)
+            return refusal
+        for key, node in assignments.items():
             if key in gang.members:
                 gang.reserved[key] = node
             else:
-                gang.placeholders[key] = (pod, node)
+                gang.placeholders[key] = (pods[key], node)
         gang.last_failure = None
-        self.permit(gang)
-        self.state.reporter.gang_changed(gang)
-        return SCHEDULED
+        return None
 
-    def _restore(self, gang: Gang, held: dict[tuple[str, str], tuple[PodInfo, str]]) -> None:
+    def _unreserve_plugins(
+        self, plugins: Sequence[ReservePlugin], gang: Gang, members: Mapping[Key, str]
+    ) -> None:
+        for plugin in reversed(plugins):
+            try:
+                call(plugin, "Unreserve", None, plugin.unreserve, gang, members)
+            except PluginError as err:
+                log.warning("%s", err)  # Unreserve must not stop the others from running
+
+    def _restore(self, gang: Gang, held: Held) -> None:
         """Put back placeholders dropped for a re-plan that failed (nothing else ran since)."""
         for key, (pod, node) in held.items():
             self.state.cache.assume(pod, node)
@@ -126,20 +197,35 @@ class Cycle:
     # --- Permit --------------------------------------------------------------------------
 
     def permit(self, gang: Gang) -> None:
-        """Allow a gang with quorum to bind; otherwise wait (once) until its timeout."""
-        if gang.has_quorum():
+        """Ask the Permit plugins: all Allow → bind; a Deny → release; otherwise wait (the
+        timer starts once, at the shortest Wait timeout)."""
+        profile = self._profile(gang)
+        waits: list[Wait] = []
+        try:
+            for plugin in profile.permits:
+                decision = call(plugin, "Permit", profile.budgets.sync, plugin.permit, gang)
+                if isinstance(decision, Deny):
+                    self.release(
+                        gang,
+                        f"gang {gang.key}: plugin {plugin.name} denied Permit: {decision.reason}",
+                        backoff=True,
+                    )
+                    return
+                if isinstance(decision, Wait):
+                    waits.append(decision)
+        except PluginError as err:
+            self.release(gang, f"gang {gang.key}: {err}", backoff=True)
+            return
+        if not waits:
             self._cancel_wait(gang)
             self.state.drop_placeholders(gang)
             self.on_permitted(gang)
             return
         if gang.permit_timer is None and (gang.reserved or gang.placeholders):
-            timeout = gang.timeout or self.config.default_schedule_timeout_seconds
+            timeout = min(w.timeout for w in waits)
             gang.permit_deadline = self._loop.time() + timeout
             gang.permit_timer = self._loop.call_later(timeout, self._expire, gang)
-        gang.last_failure = (
-            f"waiting for quorum: {gang.placed()}/{gang.min_member} members placed, "
-            f"{len(gang.members)} exist"
-        )
+        gang.last_failure = next((w.reason for w in waits if w.reason), "waiting in Permit")
 
     def _cancel_wait(self, gang: Gang) -> None:
         if gang.permit_timer is not None:
@@ -149,7 +235,7 @@ class Cycle:
 
     def _expire(self, gang: Gang) -> None:
         gang.permit_timer = None
-        if gang.has_quorum() or self.state.gangs.get(gang.key) is not gang:
+        if self.state.gangs.get(gang.key) is not gang or not (gang.reserved or gang.placeholders):
             return
         self.permit_timeouts += 1
         message = (
@@ -159,15 +245,21 @@ class Cycle:
         )
         self.release(gang, message, backoff=True)
 
-    def release(self, gang: Gang, message: str, backoff: bool) -> None:
-        """Unreserve every member that is not already being bound, then requeue the gang."""
+    def unreserve(self, gang: Gang) -> int:
+        """Unreserve every member not already being bound (Reserve plugins in reverse order),
+        and the placeholders; stop the Permit wait. Returns how many reservations were freed."""
         self._cancel_wait(gang)
-        released = 0
-        for key in [k for k in gang.reserved if k not in gang.binding]:
+        members = {k: n for k, n in gang.reserved.items() if k not in gang.binding}
+        if members:
+            self._unreserve_plugins(self._profile(gang).reserves, gang, members)
+        for key in members:
             gang.reserved.pop(key, None)
             self.state.cache.forget(key)
-            released += 1
-        released += len(self.state.drop_placeholders(gang))
+        return len(members) + len(self.state.drop_placeholders(gang))
+
+    def release(self, gang: Gang, message: str, backoff: bool) -> None:
+        """Unreserve the gang, say why, and requeue it."""
+        released = self.unreserve(gang)
         gang.last_failure = message
         log.info("%s", message)
         if gang.podgroup is not None:

@@ -242,9 +242,15 @@ def call(plugin: Plugin, point: str, budget: float | None, fn: Callable[..., T],
 
 
 async def call_async(
-    plugin: Plugin, point: str, budget: float | None, fn: Callable[..., Awaitable[T]], *args: Any
+    plugin: Plugin,
+    point: str,
+    budget: float | None,
+    fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    passthrough: tuple[type[Exception], ...] = (),
 ) -> T:
-    """Run an asynchronous plugin method, cancelled at its budget."""
+    """Run an asynchronous plugin method, cancelled at its budget. Exceptions of the
+    ``passthrough`` types (e.g. API errors the caller knows how to handle) propagate as they are."""
     try:
         return await asyncio.wait_for(fn(*args), budget)
     except TimeoutError:
@@ -253,11 +259,22 @@ async def call_async(
         ) from None
     except PluginError:
         raise
+    except passthrough:
+        raise
     except Exception as err:
         raise PluginError(plugin.name, point, f"{type(err).__name__}: {err}") from err
 
 
 # --- a profile: the plugins that serve one schedulerName --------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PluginContext:
+    """What a plugin factory may use: the scheduler's settings, the resource index, the API."""
+
+    config: Any  # gang.models.settings.SchedulerConfig
+    index: ResourceIndex
+    kube: Any  # gang.kube.transport.Kube
 
 
 @dataclass(slots=True)

@@ -50,6 +50,8 @@ def gang_key_of(pod: PodInfo) -> GangKey:
 class Gang:
     key: GangKey
     podgroup: PodGroupInfo | None = None
+    #: the profile serving this gang (its first member's spec.schedulerName)
+    scheduler_name: str = ""
     members: dict[Key, PodInfo] = field(default_factory=dict)
     reserved: dict[Key, str] = field(default_factory=dict)
     #: reservations held for members not created yet: placeholder key → (its shape, node)

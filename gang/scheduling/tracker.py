@@ -14,7 +14,7 @@ Bad input never stops the flow: a pod or PodGroup that cannot be parsed is repor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from gang.models.podgroup import PodGroupInfo, parse_podgroup
@@ -42,14 +42,17 @@ class Reporter(Protocol):
 class ClusterState:
     def __init__(
         self,
-        scheduler_name: str,
+        scheduler_names: str | Collection[str],
         cache: ClusterCache,
         queue: GangQueue,
         reporter: Reporter,
         on_disruption: Callable[[Gang, str], None],
         queue_sort: QueueSortPlugin | None = None,
     ) -> None:
-        self.scheduler_name = scheduler_name
+        #: pods whose spec.schedulerName is one of these are ours (one per profile)
+        self.scheduler_names = frozenset(
+            [scheduler_names] if isinstance(scheduler_names, str) else scheduler_names
+        )
         self.cache = cache
         self.queue = queue
         self.reporter = reporter
@@ -77,7 +80,7 @@ class ClusterState:
         record = self.cache.upsert_pod(info)
         if was_counted and record is None:
             self.queue.activate_unschedulable()  # a pod finished: its node has room again
-        if info.scheduler_name != self.scheduler_name and info.key not in self._gang_of:
+        if info.scheduler_name not in self.scheduler_names and info.key not in self._gang_of:
             return
         key = gang_key_of(info)
         old_key = self._gang_of.get(info.key)
@@ -85,9 +88,8 @@ class ClusterState:
             self._leave_gang(info.key, old_key, "its pod-group label changed")
         gang = self.gangs.get(key)
         if gang is None:
-            gang = self.gangs[key] = Gang(
-                key, self.podgroups.get((key.namespace, key.group)) if key.group else None
-            )
+            podgroup = self.podgroups.get((key.namespace, key.group)) if key.group else None
+            gang = self.gangs[key] = Gang(key, podgroup, scheduler_name=info.scheduler_name)
         gang.members[info.key] = info
         self._gang_of[info.key] = key
         if info.assigned:
@@ -103,7 +105,7 @@ class ClusterState:
         meta = raw.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         spec = raw.get("spec") or {}
-        ours = isinstance(spec, dict) and spec.get("schedulerName") == self.scheduler_name
+        ours = isinstance(spec, dict) and spec.get("schedulerName") in self.scheduler_names
         if ours and self._unparsable.get(key) != why:
             self._unparsable[key] = why
             message = f"pod cannot be scheduled: {why}"

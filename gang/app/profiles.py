@@ -1,0 +1,209 @@
+"""Profiles from configuration: which plugins serve which schedulerName, built and checked once.
+
+Like a KubeSchedulerConfiguration, a profile starts from the default plugins (weights from the
+``weights`` setting), drops what ``disabled`` names (``"*"``: every default), and adds what
+``enabled`` names — built-ins, or third-party plugins loaded from ``plugin_paths``
+(``package.module:Name``) or the ``gang.plugins`` entry point group. Each plugin is placed at
+every extension point it implements. A profile that cannot work (no QueueSort or two, no Bind, an
+unknown name, a factory that fails) stops start-up with a message naming it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from gang.binding.binder import DefaultBinder
+from gang.models.settings import ProfileConfig, SchedulerConfig
+from gang.scheduling import framework as fw
+from gang.scheduling.plugins import (
+    BUILTIN,
+    GangPermit,
+    MinResources,
+)
+
+ENTRY_POINT_GROUP = "gang.plugins"
+Factory = Callable[..., Any]
+
+
+class ProfileError(Exception):
+    pass
+
+
+def _builtin_factories() -> dict[str, Factory]:
+    factories: dict[str, Factory] = {name: cls for name, cls in BUILTIN.items()}
+    factories["MinResources"] = lambda args, ctx: MinResources(ctx.index)
+    factories["GangPermit"] = lambda args, ctx: GangPermit(
+        float(args.get("default_timeout", ctx.config.default_schedule_timeout_seconds))
+    )
+    factories["DefaultBinder"] = lambda args, ctx: DefaultBinder(ctx.kube)
+    return factories
+
+
+def load_object(path: str) -> Any:
+    """``package.module:Name`` (or ``package.module.Name``) → the object."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ProfileError(f"plugin path {path!r} must look like 'package.module:Name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ProfileError(f"cannot import plugin module {module_name!r}: {err}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ProfileError(f"module {module_name!r} has no {attr!r}") from None
+
+
+def plugin_factories(config: SchedulerConfig) -> dict[str, Factory]:
+    """Built-ins, then entry points, then plugin_paths (later ones may not shadow built-ins)."""
+    factories = _builtin_factories()
+    extra: list[tuple[str, Any]] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        extra.append((ep.name, ep.load()))
+    for path in config.plugin_paths:
+        obj = load_object(path)
+        extra.append((_name_of(obj), obj))
+    for name, obj in extra:
+        if name in factories and factories[name] is not obj:
+            raise ProfileError(f"plugin name {name!r} is already taken")
+        factories[name] = obj
+    return factories
+
+
+def _name_of(obj: Any) -> str:
+    name = getattr(obj, "name", None)
+    return name if isinstance(name, str) else str(getattr(obj, "__name__", obj))
+
+
+def _instantiate(name: str, factory: Factory, args: dict[str, Any], ctx: fw.PluginContext) -> Any:
+    try:
+        params = [
+            p
+            for p in inspect.signature(factory).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):
+        params = []
+    try:
+        if len(params) >= 2:
+            return factory(args, ctx)
+        if len(params) == 1:
+            return factory(args)
+        return factory()
+    except Exception as err:
+        raise ProfileError(
+            f"plugin {name}: cannot be created: {type(err).__name__}: {err}"
+        ) from None
+
+
+def default_plugins(config: SchedulerConfig) -> list[tuple[str, int]]:
+    """The default profile's plugins in order, with Score weights (0 = not enabled)."""
+    w = config.weights
+    return [
+        ("PrioritySort", 0),
+        ("PodGroupReady", 0),
+        ("MinResources", 0),
+        ("NodeUnschedulable", 0),
+        ("TaintToleration", 0),
+        ("NodeAffinity", 0),
+        ("NodePorts", 0),
+        ("NodeResourcesFit", 0),
+        ("LeastAllocated", w.least_allocated),
+        ("MostAllocated", w.most_allocated),
+        ("BalancedAllocation", w.balanced_allocation),
+        ("GangPacking", w.gang_packing),
+        ("GangPermit", 0),
+        ("DefaultBinder", 0),
+    ]
+
+
+_SCORES = {"LeastAllocated", "MostAllocated", "BalancedAllocation", "GangPacking"}
+
+
+def build_profile(
+    profile: ProfileConfig,
+    config: SchedulerConfig,
+    ctx: fw.PluginContext,
+    factories: dict[str, Factory],
+) -> fw.Profile:
+    chosen = [(n, wt) for n, wt in default_plugins(config) if n not in _SCORES or wt > 0]
+    disabled = set(profile.plugins.disabled)
+    if "*" in disabled:
+        chosen = []
+    chosen = [(n, wt) for n, wt in chosen if n not in disabled]
+    for ref in profile.plugins.enabled:
+        weight = ref.weight or 1
+        chosen = [(n, weight if n == ref.name else wt) for n, wt in chosen]
+        if ref.name not in (n for n, _ in chosen):
+            chosen.append((ref.name, weight))
+    unknown = [n for n, _ in chosen if n not in factories]
+    if unknown:
+        raise ProfileError(
+            f"profile {profile.scheduler_name}: unknown plugin(s) {unknown}; "
+            f"known: {sorted(factories)}"
+        )
+    plugins = [
+        (_instantiate(n, factories[n], profile.plugin_args.get(n, {}), ctx), wt) for n, wt in chosen
+    ]
+    sorts = [p for p, _ in plugins if isinstance(p, fw.QueueSortPlugin)]
+    if len(sorts) != 1:
+        raise ProfileError(
+            f"profile {profile.scheduler_name}: needs exactly one QueueSort plugin, "
+            f"has {[s.name for s in sorts]}"
+        )
+    result = fw.Profile(
+        scheduler_name=profile.scheduler_name,
+        queue_sort=sorts[0],
+        budgets=fw.Budgets(config.plugin_budget_seconds, config.async_plugin_budget_seconds),
+    )
+    for plugin, weight in plugins:
+        if isinstance(plugin, fw.PreFilterPlugin):
+            result.pre_filters.append(plugin)
+        if isinstance(plugin, fw.StaticFilterPlugin):
+            result.static_filters.append(plugin)
+        if isinstance(plugin, fw.NodeFilterPlugin):
+            result.node_filters.append(plugin)
+        if isinstance(plugin, fw.PostFilterPlugin):
+            result.post_filters.append(plugin)
+        if isinstance(plugin, fw.PreScorePlugin):
+            result.pre_scores.append(plugin)
+        if isinstance(plugin, fw.ScorePlugin):
+            result.scores.append((plugin, max(1, weight)))
+        if isinstance(plugin, fw.ReservePlugin):
+            result.reserves.append(plugin)
+        if isinstance(plugin, fw.PermitPlugin):
+            result.permits.append(plugin)
+        if isinstance(plugin, fw.PreBindPlugin):
+            result.pre_binds.append(plugin)
+        if isinstance(plugin, fw.BindPlugin):
+            result.binds.append(plugin)
+        if isinstance(plugin, fw.PostBindPlugin):
+            result.post_binds.append(plugin)
+    if not result.binds:
+        raise ProfileError(
+            f"profile {profile.scheduler_name}: needs a Bind plugin (e.g. DefaultBinder)"
+        )
+    return result
+
+
+def build_profiles(config: SchedulerConfig, ctx: fw.PluginContext) -> dict[str, fw.Profile]:
+    factories = plugin_factories(config)
+    profiles = config.profiles or [ProfileConfig(scheduler_name=config.scheduler_name)]
+    built = {p.scheduler_name: build_profile(p, config, ctx, factories) for p in profiles}
+    sorts = {p.queue_sort.name for p in built.values()}
+    if len(sorts) > 1:  # one queue orders every gang, so its order must be one order
+        raise ProfileError(f"all profiles must use the same QueueSort plugin, got {sorted(sorts)}")
+    return built
+
+
+def check_profiles(config: SchedulerConfig) -> None:
+    """Build every profile once without a cluster, so a bad one stops start-up early."""
+    from gang.state.resources import ResourceIndex
+
+    build_profiles(config, fw.PluginContext(config, ResourceIndex(), None))
