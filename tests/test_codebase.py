@@ -20,17 +20,20 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_lint_clean() -> None:
-    result = _run(str(BIN / "ruff"), "check", "gang", "tests")
+    result = _run(str(BIN / "ruff"), "check", "gang", "tests", "examples")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_clean() -> None:
-    result = _run(str(BIN / "ruff"), "format", "--check", "gang", "tests")
+    result = _run(str(BIN / "ruff"), "format", "--check", "gang", "tests", "examples")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_strict_clean() -> None:
     result = _run(str(BIN / "mypy"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    plugins = sorted(str(p) for p in (ROOT / "examples" / "plugins").glob("*.py"))
+    result = _run(str(BIN / "mypy"), "--strict", *plugins)  # the example plugins type-check too
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -46,9 +46,11 @@ def gang_pod(
     memory: str = "1Gi",
     priority_class: str | None = None,
     scheduler: str = "gang-scheduler",
+    labels: dict[str, str] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    labels = {"scheduling.x-k8s.io/pod-group": group} if group else {}
+    """A pod manifest; ``extra`` goes into its spec."""
+    labels = {**(labels or {}), **({"scheduling.x-k8s.io/pod-group": group} if group else {})}
     limits = {"cpu": cpu, "memory": memory}
     if gpu:
         limits["nvidia.com/gpu"] = str(gpu)
