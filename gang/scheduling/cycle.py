@@ -1,15 +1,18 @@
 """The scheduling cycle and the Permit stage, along the Scheduling Framework's extension points.
 
 One cycle takes one gang from the queue and, without awaiting anything (so no informer event
-can change the world mid-decision), runs:
+can change the world mid-decision), runs the plugins of the gang's profile:
 
-    PreFilter   the PodGroup exists and is valid; its minResources fit the cluster's free total
+    PreFilter   e.g. PodGroupReady (exists, valid), MinResources (fits the cluster's free total)
+    PreScore    per-cycle preparation
     Filter      \\
     Score        } gang.scheduling.placement, on one snapshot, for every member at once
     assign      /
-    Reserve     assume every placed member in the cache (Unreserve = forget, symmetric)
-    Permit      quorum (bound + reserved >= minMember) → allow: hand the gang to binding;
-                otherwise wait, up to the gang's timeout, for the missing members
+    PostFilter  on failure only: may improve the message (gang ships no preemption)
+    Reserve     assume every placed member in the cache, then the Reserve plugins in order;
+                a refusal unreserves in reverse order
+    Permit      every plugin Allows → hand the gang to binding; a Deny releases it; a Wait
+                (GangPermit: no quorum yet) holds the reservations until the shortest timeout
 
 A failed cycle reserves nothing: it reports kube-scheduler-style FailedScheduling events and
 parks the gang as unschedulable until a cluster event could change the answer. A Permit wait
