@@ -124,6 +124,19 @@ def default_plugins(config: SchedulerConfig) -> list[tuple[str, int]]:
 
 
 _SCORES = {"LeastAllocated", "MostAllocated", "BalancedAllocation", "GangPacking"}
+#: where a plugin goes, by the protocol it implements (Score is weighted, so handled apart)
+_POINTS: tuple[tuple[type, str], ...] = (
+    (fw.PreFilterPlugin, "pre_filters"),
+    (fw.StaticFilterPlugin, "static_filters"),
+    (fw.NodeFilterPlugin, "node_filters"),
+    (fw.PostFilterPlugin, "post_filters"),
+    (fw.PreScorePlugin, "pre_scores"),
+    (fw.ReservePlugin, "reserves"),
+    (fw.PermitPlugin, "permits"),
+    (fw.PreBindPlugin, "pre_binds"),
+    (fw.BindPlugin, "binds"),
+    (fw.PostBindPlugin, "post_binds"),
+)
 
 
 def build_profile(
@@ -163,28 +176,11 @@ def build_profile(
         budgets=fw.Budgets(config.plugin_budget_seconds, config.async_plugin_budget_seconds),
     )
     for plugin, weight in plugins:
-        if isinstance(plugin, fw.PreFilterPlugin):
-            result.pre_filters.append(plugin)
-        if isinstance(plugin, fw.StaticFilterPlugin):
-            result.static_filters.append(plugin)
-        if isinstance(plugin, fw.NodeFilterPlugin):
-            result.node_filters.append(plugin)
-        if isinstance(plugin, fw.PostFilterPlugin):
-            result.post_filters.append(plugin)
-        if isinstance(plugin, fw.PreScorePlugin):
-            result.pre_scores.append(plugin)
+        for protocol, attribute in _POINTS:
+            if isinstance(plugin, protocol):
+                getattr(result, attribute).append(plugin)
         if isinstance(plugin, fw.ScorePlugin):
             result.scores.append((plugin, max(1, weight)))
-        if isinstance(plugin, fw.ReservePlugin):
-            result.reserves.append(plugin)
-        if isinstance(plugin, fw.PermitPlugin):
-            result.permits.append(plugin)
-        if isinstance(plugin, fw.PreBindPlugin):
-            result.pre_binds.append(plugin)
-        if isinstance(plugin, fw.BindPlugin):
-            result.binds.append(plugin)
-        if isinstance(plugin, fw.PostBindPlugin):
-            result.post_binds.append(plugin)
     if not result.binds:
         raise ProfileError(
             f"profile {profile.scheduler_name}: needs a Bind plugin (e.g. DefaultBinder)"

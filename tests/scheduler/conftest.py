@@ -93,6 +93,16 @@ class Api:
     async def create_podgroup(self, body: dict[str, Any], ns: str = "default") -> None:
         await self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
 
+    async def bind(self, name: str, node: str, ns: str = "default") -> None:
+        """Bind a pod directly, as another scheduler (or a dead instance of ours) would have."""
+        resp = await self.core.create_namespaced_pod_binding(
+            name,
+            ns,
+            {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}},
+            _preload_content=False,
+        )
+        assert resp.status == 201, await resp.text()
+
     async def get_podgroup(self, name: str, ns: str = "default") -> dict[str, Any]:
         result: dict[str, Any] = await self.custom.get_namespaced_custom_object(
             GROUP, VERSION, ns, PLURAL, name

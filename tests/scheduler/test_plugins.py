@@ -20,22 +20,12 @@ from tests.scheduler.plugins_for_tests import Recorder
 TEST_PLUGINS = "tests.scheduler.plugins_for_tests"
 
 
-async def _bind_elsewhere(api: Api, name: str, node: str) -> None:
-    resp = await api.core.create_namespaced_pod_binding(
-        name,
-        "default",
-        {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}},
-        _preload_content=False,
-    )
-    assert resp.status == 201
-
-
 async def _placement_with(profile: dict[str, Any], plugin_paths: list[str]) -> str:
     """Where a 2-GPU pod lands when node-00001 already has 5 of its 8 GPUs used."""
     async with SimCluster("2:gpu=8") as cluster, cluster.api_client() as client:
         api = Api(client)
         await api.create_pods([gang_pod("busy", None, gpu=5, scheduler="default-scheduler")])
-        await _bind_elsewhere(api, "busy", "node-00001")
+        await api.bind("busy", "node-00001")
         async with running_scheduler(cluster, plugin_paths=plugin_paths, profiles=[profile]):
             await api.create_pods([gang_pod("probe", None, gpu=2)])
 

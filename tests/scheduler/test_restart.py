@@ -17,13 +17,7 @@ async def test_half_bound_gang_completes_near_its_bound_members() -> None:
         await api.create_pods([gang_pod(f"half-{i}", "half", gpu=4) for i in range(8)])
         # a previous scheduler instance bound three members into zone-1, then died
         for i, node in enumerate(["node-00001", "node-00003", "node-00003"]):
-            resp = await api.core.create_namespaced_pod_binding(
-                f"half-{i}",
-                "default",
-                {"metadata": {"name": f"half-{i}"}, "target": {"kind": "Node", "name": node}},
-                _preload_content=False,
-            )
-            assert resp.status == 201
+            await api.bind(f"half-{i}", node)
         # a competing gang that would also like zone-1
         await api.create_podgroup(podgroup("other", 4))
         await api.create_pods(

@@ -157,16 +157,7 @@ async def test_pods_of_another_scheduler_reduce_capacity() -> None:
         ]
         await api.create_pods(foreign)
         for i in range(2):  # another scheduler binds them to node-00000 (6 of its 8 GPUs)
-            resp = await api.core.create_namespaced_pod_binding(
-                f"other-{i}",
-                "default",
-                {
-                    "metadata": {"name": f"other-{i}"},
-                    "target": {"kind": "Node", "name": "node-00000"},
-                },
-                _preload_content=False,
-            )
-            assert resp.status == 201
+            await api.bind(f"other-{i}", "node-00000")
         await api.create_podgroup(podgroup("pair", 2))
         await api.create_pods([gang_pod(f"pair-{i}", "pair", gpu=6) for i in range(2)])
 
