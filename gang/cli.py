@@ -1,7 +1,8 @@
 """The ``gang`` command: one entry point, a subcommand per job.
 
 ``gang demo`` shows the product on an embedded simulated cluster; ``gang sim serve`` runs the
-Kubernetes API simulator on its own for what-if runs and for kubectl. Subcommands import what
+Kubernetes API simulator on its own for what-if runs and for kubectl; ``gang extender`` serves
+gang's filters and scores to kube-scheduler as a scheduler extender. Subcommands import what
 they need lazily so ``gang --help`` stays instant.
 """
 
@@ -172,6 +173,111 @@ async def _run(args: argparse.Namespace) -> int:
     return await Process(settings).run()
 
 
+def _extender_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ext = sub.add_parser(
+        "extender",
+        help="serve gang's filters and scores to kube-scheduler as a scheduler extender",
+        description="Serve kube-scheduler's extender protocol: POST PREFIX/filter, "
+        "PREFIX/prioritize and (with --enable-bind) PREFIX/bind. "
+        "See manifests/extender/ for kube-scheduler's side.",
+    )
+    ext.add_argument(
+        "--kubeconfig",
+        help="path to a kubeconfig, used with --node-cache or --enable-bind "
+        "(default: in-cluster, then ~/.kube/config)",
+    )
+    ext.add_argument("--host", default="127.0.0.1", help="listen address (default: %(default)s)")
+    ext.add_argument("--port", type=int, default=8888, help="listen port (default: %(default)s)")
+    ext.add_argument(
+        "--prefix", default="/gang-extender", help="URL path prefix (default: %(default)s)"
+    )
+    ext.add_argument(
+        "--node-cache",
+        action="store_true",
+        help="watch nodes and pods and answer nodeCacheCapable requests (NodeNames) from that "
+        "cache, with resources accounted",
+    )
+    ext.add_argument(
+        "--enable-bind",
+        action="store_true",
+        help="serve the bind verb: bind pods through pods/binding",
+    )
+    ext.add_argument(
+        "--token-file", type=Path, help="require 'Authorization: Bearer <file content>'"
+    )
+    ext.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
+    ext.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
+    ext.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        help="require client certificates signed by this CA (PEM), e.g. kube-scheduler's",
+    )
+    ext.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=10 * 1024 * 1024,
+        help="largest request body accepted (default: %(default)s)",
+    )
+    ext.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
+    ext.add_argument("--log-format", choices=["text", "json"], default="text")
+
+
+async def _extender(args: argparse.Namespace) -> int:
+    from gang.app.logs import configure_logging
+    from gang.extender.process import ExtenderProcess
+    from gang.extender.server import ExtenderConfig, server_ssl_context
+
+    def fail(message: str) -> int:
+        print(f"gang extender: {message}", file=sys.stderr)
+        return 2
+
+    if not 0 <= args.port <= 65535:
+        return fail(f"--port: {args.port} is not a port number")
+    if args.max_body_bytes < 1:
+        return fail("--max-body-bytes must be at least 1")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return fail("--tls-cert and --tls-key go together")
+    if args.tls_client_ca is not None and args.tls_cert is None:
+        return fail("--tls-client-ca needs --tls-cert and --tls-key")
+    token = None
+    if args.token_file is not None:
+        try:
+            token = args.token_file.read_text().strip()
+        except OSError as err:
+            return fail(f"--token-file: {err}")
+        if not token:
+            return fail(f"--token-file: {args.token_file} is empty")
+    ssl_context = None
+    if args.tls_cert is not None:
+        try:
+            ssl_context = server_ssl_context(
+                str(args.tls_cert),
+                str(args.tls_key),
+                str(args.tls_client_ca) if args.tls_client_ca else None,
+            )
+        except (OSError, ValueError) as err:
+            return fail(f"TLS: {err}")
+    configure_logging(args.log_level, args.log_format)
+    process = ExtenderProcess(
+        ExtenderConfig(
+            prefix=args.prefix,
+            enable_bind=args.enable_bind,
+            token=token,
+            max_body_bytes=args.max_body_bytes,
+        ),
+        host=args.host,
+        port=args.port,
+        node_cache=args.node_cache,
+        kubeconfig=args.kubeconfig,
+        ssl_context=ssl_context,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return await process.run(stop)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gang", description="A gang scheduler for Kubernetes.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -180,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--nodes", default="16:gpu=8,zones=2", help="node pools for the demo cluster")
     _run_parser(sub)
     _sim_serve_parser(sub)
+    _extender_parser(sub)
     return parser
 
 
@@ -199,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args))
     if args.command == "sim":
         return asyncio.run(_sim_serve(args))
+    if args.command == "extender":
+        return asyncio.run(_extender(args))
     parser.print_help()
     return 2
 
