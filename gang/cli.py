@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import signal
 import sys
 from collections.abc import Sequence
@@ -192,6 +193,14 @@ def _extender_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--prefix", default="/gang-extender", help="URL path prefix (default: %(default)s)"
     )
     ext.add_argument(
+        "--config",
+        type=Path,
+        help="gang's settings file: filter and score with a profile's plugins (third-party ones too)",
+    )
+    ext.add_argument(
+        "--profile", help="the profile (scheduler_name) to use from --config (default: the first)"
+    )
+    ext.add_argument(
         "--node-cache",
         action="store_true",
         help="watch nodes and pods and answer nodeCacheCapable requests (NodeNames) from that "
@@ -257,14 +266,39 @@ async def _extender(args: argparse.Namespace) -> int:
             )
         except (OSError, ValueError) as err:
             return fail(f"TLS: {err}")
+    profile = None
+    weights, topology_key = None, None
+    if args.config is not None:
+        from gang.app.config import ConfigError, load_settings
+        from gang.app.profiles import ProfileError, build_profiles
+        from gang.scheduling.framework import PluginContext
+        from gang.state.resources import ResourceIndex
+
+        try:
+            scheduler = load_settings(args.config).scheduler
+            profiles = build_profiles(scheduler, PluginContext(scheduler, ResourceIndex(), None))
+        except (ConfigError, ProfileError) as err:
+            return fail(str(err))
+        name = args.profile or next(iter(profiles))
+        if name not in profiles:
+            return fail(f"--profile: no profile {name!r} in {args.config} (has {sorted(profiles)})")
+        profile, weights, topology_key = profiles[name], scheduler.weights, scheduler.topology_key
+    elif args.profile is not None:
+        return fail("--profile needs --config")
     configure_logging(args.log_level, args.log_format)
+    extender_config = ExtenderConfig(
+        prefix=args.prefix,
+        enable_bind=args.enable_bind,
+        token=token,
+        max_body_bytes=args.max_body_bytes,
+        profile=profile,
+    )
+    if weights is not None and topology_key is not None:
+        extender_config = dataclasses.replace(
+            extender_config, weights=weights, topology_key=topology_key
+        )
     process = ExtenderProcess(
-        ExtenderConfig(
-            prefix=args.prefix,
-            enable_bind=args.enable_bind,
-            token=token,
-            max_body_bytes=args.max_body_bytes,
-        ),
+        extender_config,
         host=args.host,
         port=args.port,
         node_cache=args.node_cache,

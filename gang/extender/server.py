@@ -72,9 +72,10 @@ from gang.extender.models import (
 from gang.extender.nodecache import NodeCache
 from gang.kube.transport import Kube, KubeError
 from gang.models.settings import ZONE_LABEL, ScoreWeights
-from gang.scheduling.framework import PluginError
+from gang.scheduling.framework import PluginError, Profile
 from gang.scheduling.placement import Placer
 from gang.state.podinfo import PodParseError, parse_pod
+from gang.state.resources import ResourceIndex
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,23 @@ class ExtenderConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     topology_key: str = ZONE_LABEL
+    #: a profile from gang's configuration (its Filter and Score plugins, third-party ones
+    #: included); None: the default plugins with ``weights``
+    profile: Profile | None = None
+
+    def placer(self, index: ResourceIndex) -> Placer:
+        if self.profile is None:
+            return Placer(index, self.weights, self.topology_key)
+        p = self.profile
+        return Placer(
+            index,
+            self.weights,
+            self.topology_key,
+            filters=p.static_filters,
+            scores=p.scores,
+            node_filters=p.node_filters,
+            budgets=p.budgets,
+        )
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
@@ -159,9 +177,7 @@ class ExtenderServer:
         self.node_cache = node_cache
         self.kube = kube
         self._placer = (
-            Placer(node_cache.cache.index, self.config.weights, self.config.topology_key)
-            if node_cache is not None
-            else None
+            self.config.placer(node_cache.cache.index) if node_cache is not None else None
         )
         self._token = self.config.token.encode() if self.config.token else None
         self._runner: web.AppRunner | None = None
@@ -305,7 +321,7 @@ class ExtenderServer:
                 name = (obj.get("metadata") or {}).get("name")
                 if isinstance(name, str):
                     raw.setdefault(name, obj)
-            placer = Placer(cache.index, self.config.weights, self.config.topology_key)
+            placer = self.config.placer(cache.index)
             return judge(cache, placer, pod, names), False, raw
         except PluginError as err:
             raise _Unjudgeable(422, f"gang extender: {err}") from None

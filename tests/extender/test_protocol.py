@@ -333,3 +333,29 @@ async def test_keep_alive_connection_survives_errors() -> None:
             status, _, _ = await one.post("filter", bad)
             assert status in (200, 400)
         await still_serving(one)
+
+
+async def test_a_configured_profile_decides_the_scores() -> None:
+    """``gang extender --config``: a profile's plugins (here: spread instead of pack) score."""
+    from gang.app.profiles import build_profiles
+    from gang.models.settings import SchedulerConfig
+    from gang.scheduling.framework import PluginContext
+    from gang.state.resources import ResourceIndex
+
+    config = SchedulerConfig(
+        profiles=[
+            {
+                "scheduler_name": "spread",
+                "plugins": {
+                    "disabled": ["MostAllocated", "BalancedAllocation"],
+                    "enabled": [{"name": "LeastAllocated"}],
+                },
+            }
+        ]
+    )
+    profile = build_profiles(config, PluginContext(config, ResourceIndex(), None))["spread"]
+    async with serving(ExtenderConfig(profile=profile)) as client:
+        status, body, _ = await client.post("prioritize", fixture_bytes(NODES_ARGS))
+    assert status == 200
+    scores = {entry["Host"]: entry["Score"] for entry in body}
+    assert scores["gpu-a"] > scores["gpu-e"]  # least-allocated: the bigger node stays emptier
