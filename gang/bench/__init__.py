@@ -1,0 +1,1 @@
+"""Benchmarks: the scheduler against a simulated (or real) cluster, measured from outside."""

@@ -1,0 +1,404 @@
+"""``gang bench``: the real scheduler against a cluster, measured from outside.
+
+Three processes, so none steals another's event loop: the API simulator (``gang sim serve``, or a
+real cluster given ``--kubeconfig``), the scheduler (``gang run``), and this driver. The driver
+creates the workload, watches pods to timestamp every binding, samples the scheduler process's
+CPU time and peak RSS, and at the end checks the invariants on what the API holds: no gang
+partially bound, no node over-committed.
+
+Figures: pods/s and gangs/s from the first to the last binding; time-to-full-gang per gang (from
+when it could first be scheduled — its creation, or the scheduler's first binding when everything
+was created up front — to its last member's binding) as p50/p95/p99; scheduler CPU seconds per
+1,000 pods bound; scheduler peak RSS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+from gang.bench.workload import NAMESPACE, BenchConfig, GangSpec, plan, podgroup, pods
+from gang.models.podgroup import (
+    POD_GROUP_GROUP,
+    POD_GROUP_LABEL,
+    POD_GROUP_PLURAL,
+    POD_GROUP_VERSION,
+)
+from gang.models.quantity import resource_units
+
+Obj = dict[str, Any]
+
+
+@dataclass(slots=True)
+class BenchResult:
+    nodes: int
+    pods_total: int
+    gangs_total: int
+    pods_bound: int = 0
+    gangs_bound: int = 0
+    seconds: float = 0.0  # first to last binding
+    pods_per_second: float = 0.0
+    gangs_per_second: float = 0.0
+    time_to_full_gang_p50: float = 0.0
+    time_to_full_gang_p95: float = 0.0
+    time_to_full_gang_p99: float = 0.0
+    scheduler_cpu_seconds: float = 0.0
+    cpu_seconds_per_1000_pods: float = 0.0
+    scheduler_peak_rss_mb: float = 0.0
+    partial_gangs: int = 0
+    overcommitted_nodes: int = 0
+    machine: str = ""
+    #: seconds since the first binding → pods bound by then (for the chart)
+    timeline: list[tuple[float, int]] = field(default_factory=list)
+    full_gang_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def invariants_hold(self) -> bool:
+        return self.partial_gangs == 0 and self.overcommitted_nodes == 0
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def machine() -> str:
+    return f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, Python {sys.version.split()[0]}"
+
+
+def _peak_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class Driver:
+    def __init__(self, config: BenchConfig, kubeconfig: str | None, progress: bool = True) -> None:
+        self.config = config
+        self.kubeconfig = kubeconfig
+        self.progress = progress
+        self.gangs = plan(config)
+        self.bound_at: dict[str, float] = {}
+        self.created_at: dict[str, float] = {}
+        self._procs: list[asyncio.subprocess.Process] = []
+
+    def _say(self, text: str, end: str = "\n") -> None:
+        if self.progress:
+            print(text, end=end, file=sys.stderr, flush=True)
+
+    # --- processes ---------------------------------------------------------------------------
+
+    async def _spawn(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> asyncio.subprocess.Process:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "gang",
+            *args,
+            env={**os.environ, **(env or {})},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self._procs.append(proc)
+        return proc
+
+    async def _start_simulator(self, workdir: Path) -> str:
+        kubeconfig = workdir / "sim.kubeconfig"
+        await self._spawn(
+            "sim",
+            "serve",
+            "--nodes",
+            self.config.nodes,
+            "--port",
+            str(_free_port()),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--history-size",
+            "200000",
+        )
+        for _ in range(600):
+            if kubeconfig.exists():
+                return str(kubeconfig)
+            await asyncio.sleep(0.05)
+        raise RuntimeError("the simulator did not start")
+
+    async def _stop(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 20)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+    # --- the run --------------------------------------------------------------------------------
+
+    async def run(self) -> BenchResult:
+        with tempfile.TemporaryDirectory(prefix="gang-bench-") as tmp:
+            kubeconfig = self.kubeconfig or await self._start_simulator(Path(tmp))
+            from gang.kube.client import make_api_client
+
+            client = await make_api_client(kubeconfig)
+            try:
+                return await self._run(client, kubeconfig)
+            finally:
+                await client.close()
+                for proc in reversed(self._procs):
+                    await self._stop(proc)
+
+    async def _run(self, client: Any, kubeconfig: str) -> BenchResult:
+        from kubernetes_asyncio import client as k8s
+
+        core: Any = k8s.CoreV1Api(client)
+        custom: Any = k8s.CustomObjectsApi(client)
+        nodes = (await (await core.list_node(_preload_content=False)).json())["items"]
+        result = BenchResult(
+            nodes=len(nodes),
+            pods_total=self.config.pods,
+            gangs_total=len(self.gangs),
+            machine=machine(),
+        )
+        await self._prepare(core)
+        loop = asyncio.get_running_loop()
+        if self.config.arrival == "all":
+            await self._create(core, custom, self.gangs)
+        rv = (
+            await (
+                await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
+            ).json()
+        )["metadata"]["resourceVersion"]
+        watcher = asyncio.create_task(self._watch(core, rv))
+        env = {f"GANG_SCHEDULER__{k.upper()}": str(v) for k, v in self.config.scheduler.items()}
+        env.setdefault("GANG_SCHEDULER__QPS", "5000")
+        env.setdefault("GANG_SCHEDULER__BURST", "10000")
+        scheduler = await self._spawn(
+            "run", "--kubeconfig", kubeconfig, "--port", "0", "--log-level", "WARNING", env=env
+        )
+        sched_ps = psutil.Process(scheduler.pid)
+        started = loop.time()
+        creator = None
+        if self.config.arrival == "stream":
+            creator = asyncio.create_task(self._stream(core, custom))
+        cpu_start = sum(sched_ps.cpu_times()[:2])
+        try:
+            await self._wait(loop, started, scheduler)
+            cpu_end = sum(sched_ps.cpu_times()[:2])
+            result.scheduler_peak_rss_mb = _peak_rss_mb(scheduler.pid)
+        finally:
+            watcher.cancel()
+            if creator is not None:
+                creator.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            await self._stop(scheduler)
+        result.scheduler_cpu_seconds = cpu_end - cpu_start
+        await self._summarize(core, result, nodes)
+        return result
+
+    async def _prepare(self, core: Any) -> None:
+        from kubernetes_asyncio.client.exceptions import ApiException
+
+        with contextlib.suppress(ApiException):
+            await core.create_namespace({"metadata": {"name": NAMESPACE}})
+        if self.config.priorities:
+            from kubernetes_asyncio import client as k8s
+
+            scheduling: Any = k8s.SchedulingV1Api(core.api_client)
+            for value in set(self.config.priorities):
+                with contextlib.suppress(ApiException):
+                    await scheduling.create_priority_class(
+                        {"metadata": {"name": f"bench-p{value}"}, "value": value}
+                    )
+
+    async def _create(self, core: Any, custom: Any, gangs: list[GangSpec]) -> None:
+        limit = asyncio.Semaphore(32)
+        done = 0
+        total = sum(g.size for g in gangs)
+
+        async def one(body: Obj, is_pod: bool) -> None:
+            async with limit:
+                if is_pod:
+                    await core.create_namespaced_pod(NAMESPACE, body, _preload_content=False)
+                else:
+                    await custom.create_namespaced_custom_object(
+                        POD_GROUP_GROUP,
+                        POD_GROUP_VERSION,
+                        NAMESPACE,
+                        POD_GROUP_PLURAL,
+                        body,
+                        _preload_content=False,
+                    )
+
+        await asyncio.gather(*(one(podgroup(g), False) for g in gangs))
+        now = asyncio.get_running_loop().time()
+        for start in range(0, len(gangs), 50):
+            batch = gangs[start : start + 50]
+            await asyncio.gather(*(one(p, True) for g in batch for p in pods(g, self.config)))
+            for g in batch:
+                self.created_at[g.name] = (
+                    now if self.config.arrival == "all" else asyncio.get_running_loop().time()
+                )
+            done += sum(g.size for g in batch)
+            self._say(f"\rcreating pods: {done}/{total}", end="")
+        self._say("")
+
+    async def _stream(self, core: Any, custom: Any) -> None:
+        for gang in self.gangs:
+            await self._create(core, custom, [gang])
+            await asyncio.sleep(1.0 / self.config.rate)
+
+    async def _watch(self, core: Any, rv: str) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            resp = await core.list_namespaced_pod(
+                NAMESPACE,
+                watch=True,
+                resource_version=rv,
+                allow_watch_bookmarks=True,
+                timeout_seconds=300,
+                _preload_content=False,
+            )
+            try:
+                async for line in resp.content:
+                    event = orjson.loads(line)
+                    obj = event["object"]
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if event["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
+                        self.bound_at.setdefault(obj["metadata"]["name"], loop.time())
+            finally:
+                resp.release()
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop, started: float, scheduler: Any) -> None:
+        total = self.config.pods
+        last_count, last_change = 0, loop.time()
+        while True:
+            await asyncio.sleep(0.5)
+            count = len(self.bound_at)
+            now = loop.time()
+            rate = count / max(1e-9, now - min(self.bound_at.values())) if count else 0.0
+            self._say(
+                f"\rbound {count}/{total} pods  {rate:7.0f} pods/s  {now - started:6.1f}s", end=""
+            )
+            if count != last_count:
+                last_count, last_change = count, now
+            if count >= total or scheduler.returncode is not None:
+                break
+            idle = 15.0 if count else 120.0  # nothing more fits, or nothing starts
+            if now - last_change > idle or now - started > self.config.timeout_seconds:
+                break
+        self._say("")
+
+    async def _summarize(self, core: Any, result: BenchResult, nodes: list[Obj]) -> None:
+        raw = (await (await core.list_namespaced_pod(NAMESPACE, _preload_content=False)).json())[
+            "items"
+        ]
+        everything = (
+            await (await core.list_pod_for_all_namespaces(_preload_content=False)).json()
+        )["items"]
+        result.pods_bound = sum(1 for p in raw if p["spec"].get("nodeName"))
+        per_gang: dict[str, int] = defaultdict(int)
+        for p in raw:
+            if p["spec"].get("nodeName"):
+                per_gang[p["metadata"]["labels"][POD_GROUP_LABEL]] += 1
+        sizes = {g.name: g.size for g in self.gangs}
+        result.gangs_bound = sum(1 for g, n in per_gang.items() if n >= sizes.get(g, 0))
+        result.partial_gangs = sum(1 for g, n in per_gang.items() if 0 < n < sizes.get(g, 0))
+        result.overcommitted_nodes = _overcommitted(nodes, everything)
+        if self.bound_at:
+            first, last = min(self.bound_at.values()), max(self.bound_at.values())
+            result.seconds = last - first
+            span = max(result.seconds, 1e-9)
+            result.pods_per_second = len(self.bound_at) / span
+            result.gangs_per_second = result.gangs_bound / span
+            members: dict[str, list[float]] = defaultdict(list)
+            for name, at in self.bound_at.items():
+                members[name.rsplit("-", 1)[0]].append(at)
+            full = []
+            for gang, times in members.items():
+                if len(times) >= sizes.get(gang, 0):
+                    start = max(self.created_at.get(gang, first), first)
+                    full.append(max(times) - start)
+            result.full_gang_seconds = full
+            result.time_to_full_gang_p50 = _percentile(full, 0.50)
+            result.time_to_full_gang_p95 = _percentile(full, 0.95)
+            result.time_to_full_gang_p99 = _percentile(full, 0.99)
+            stamps = sorted(t - first for t in self.bound_at.values())
+            step = max(1, len(stamps) // 200)
+            result.timeline = [(round(stamps[i], 4), i + 1) for i in range(0, len(stamps), step)]
+            result.timeline.append((round(stamps[-1], 4), len(stamps)))
+        if result.pods_bound:
+            result.cpu_seconds_per_1000_pods = (
+                result.scheduler_cpu_seconds / result.pods_bound * 1000
+            )
+
+
+def _overcommitted(nodes: list[Obj], all_pods: list[Obj]) -> int:
+    from gang.state.podinfo import PodParseError, parse_pod
+
+    used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for raw in all_pods:
+        try:
+            info = parse_pod(raw)
+        except PodParseError:
+            continue
+        if info.assigned and not info.terminal:
+            for res, amount in info.requests.items():
+                used[info.node_name][res] += amount
+    over = 0
+    for node in nodes:
+        alloc = {k: resource_units(k, v) for k, v in node["status"].get("allocatable", {}).items()}
+        if any(
+            amount > alloc.get(res, 0)
+            for res, amount in used.get(node["metadata"]["name"], {}).items()
+        ):
+            over += 1
+    return over
+
+
+def result_json(result: BenchResult) -> bytes:
+    body = asdict(result)
+    body["invariants_hold"] = result.invariants_hold
+    return orjson.dumps(body, option=orjson.OPT_INDENT_2)
+
+
+def run_bench(
+    config: BenchConfig, kubeconfig: str | None = None, progress: bool = True
+) -> BenchResult:
+    return asyncio.run(Driver(config, kubeconfig, progress).run())
+
+
+def timed(fn: Any, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out

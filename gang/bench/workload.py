@@ -1,0 +1,107 @@
+"""Benchmark workloads: a cluster shape and a stream of gangs, reproducible from a seed.
+
+A benchmark is only comparable if the same flags give the same pods. ``BenchConfig`` is the whole
+description (flags or a YAML file); ``generate`` turns it into PodGroups and pods
+deterministically: gang sizes drawn uniformly from ``[min_gang, max_gang]`` until ``pods`` pods
+exist, priorities drawn from ``priorities``, every member requesting ``gpus_per_pod`` GPUs (or
+only cpu/memory when 0).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_LABEL, POD_GROUP_VERSION
+
+NAMESPACE = "bench"
+
+
+class BenchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: node pools, the simulator's short spec (see gang/sim/nodespec.py)
+    nodes: str = "5000:gpu=8,cpu=64,memory=512Gi,zones=8"
+    #: total pods to create, in gangs of min_gang..max_gang members
+    pods: int = Field(default=20_000, ge=1)
+    min_gang: int = Field(default=4, ge=1)
+    max_gang: int = Field(default=64, ge=1)
+    gpus_per_pod: int = Field(default=1, ge=0)
+    cpu_per_pod: str = "500m"
+    memory_per_pod: str = "1Gi"
+    #: PriorityClass values to draw from (created as bench-p<value>); empty: no priorities
+    priorities: list[int] = Field(default_factory=list)
+    #: "all": every pod exists before the scheduler starts (scheduler_perf style);
+    #: "stream": gangs are created at ``rate`` gangs per second while it runs
+    arrival: Literal["all", "stream"] = "all"
+    rate: float = Field(default=50.0, gt=0)
+    seed: int = 1
+    #: give up waiting after this many seconds
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    #: the scheduler's own settings overrides (GANG_SCHEDULER__* equivalents), e.g. {"qps": 5000}
+    scheduler: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> BenchConfig:
+        if self.max_gang < self.min_gang:
+            raise ValueError("max_gang must not be smaller than min_gang")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class GangSpec:
+    name: str
+    size: int
+    priority: int | None
+
+
+def plan(config: BenchConfig) -> list[GangSpec]:
+    rng = random.Random(config.seed)
+    gangs: list[GangSpec] = []
+    left = config.pods
+    while left > 0:
+        size = min(left, rng.randint(config.min_gang, config.max_gang))
+        priority = rng.choice(config.priorities) if config.priorities else None
+        gangs.append(GangSpec(f"g{len(gangs):05d}", size, priority))
+        left -= size
+    return gangs
+
+
+def podgroup(gang: GangSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": gang.name, "namespace": NAMESPACE},
+        "spec": {"minMember": gang.size, "scheduleTimeoutSeconds": 120},
+    }
+
+
+def pods(
+    gang: GangSpec, config: BenchConfig, scheduler_name: str = "gang-scheduler"
+) -> list[dict[str, Any]]:
+    limits = {"cpu": config.cpu_per_pod, "memory": config.memory_per_pod}
+    if config.gpus_per_pod:
+        limits["nvidia.com/gpu"] = str(config.gpus_per_pod)
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler_name,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "main", "image": "pause:3", "resources": {"limits": limits}}],
+    }
+    if gang.priority is not None:
+        spec["priorityClassName"] = f"bench-p{gang.priority}"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{gang.name}-{i:03d}",
+                "namespace": NAMESPACE,
+                "labels": {POD_GROUP_LABEL: gang.name, "gang-bench": "1"},
+            },
+            "spec": spec,
+        }
+        for i in range(gang.size)
+    ]
