@@ -108,6 +108,8 @@ class Driver:
         self.bound_at: dict[str, float] = {}
         self.created_at: dict[str, float] = {}
         self._procs: list[asyncio.subprocess.Process] = []
+        #: the child processes' stderr (an unread pipe would block them once it fills up)
+        self._log: Any = asyncio.subprocess.DEVNULL
 
     def _say(self, text: str, end: str = "\n") -> None:
         if self.progress:
@@ -118,14 +120,25 @@ class Driver:
     async def _spawn(
         self, *args: str, env: dict[str, str] | None = None
     ) -> asyncio.subprocess.Process:
+        profiler: list[str] = []
+        if os.environ.get("GANG_BENCH_PROFILE"):
+            # GANG_BENCH_PROFILE=DIR: run the scheduler and the simulator under cProfile, writing
+            # DIR/run.prof and DIR/sim.prof (see README, Performance)
+            profiler = [
+                "-m",
+                "cProfile",
+                "-o",
+                str(Path(os.environ["GANG_BENCH_PROFILE"]) / f"{args[0]}.prof"),
+            ]
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
+            *profiler,
             "-m",
             "gang",
             *args,
             env={**os.environ, **(env or {})},
             stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=self._log,
         )
         self._procs.append(proc)
         return proc
@@ -162,17 +175,20 @@ class Driver:
     # --- the run --------------------------------------------------------------------------------
 
     async def run(self) -> BenchResult:
-        with tempfile.TemporaryDirectory(prefix="gang-bench-") as tmp:
-            kubeconfig = self.kubeconfig or await self._start_simulator(Path(tmp))
-            from gang.kube.client import make_api_client
+        from gang.kube.client import make_api_client
 
-            client = await make_api_client(kubeconfig)
-            try:
-                return await self._run(client, kubeconfig)
-            finally:
-                await client.close()
-                for proc in reversed(self._procs):
-                    await self._stop(proc)
+        with tempfile.TemporaryDirectory(prefix="gang-bench-") as tmp:
+            log_path = Path(os.environ.get("GANG_BENCH_LOG") or Path(tmp) / "processes.log")
+            with log_path.open("wb") as log:  # noqa: ASYNC230 - opened once, before any work
+                self._log = log
+                kubeconfig = self.kubeconfig or await self._start_simulator(Path(tmp))
+                client = await make_api_client(kubeconfig)
+                try:
+                    return await self._run(client, kubeconfig)
+                finally:
+                    await client.close()
+                    for proc in reversed(self._procs):
+                        await self._stop(proc)
 
     async def _run(self, client: Any, kubeconfig: str) -> BenchResult:
         from kubernetes_asyncio import client as k8s
