@@ -87,16 +87,18 @@ class Gang:
         name = f"{self.key.group or self.key.pod}~placeholder-{index}"
         return replace(template, name=name, uid=f"placeholder:{self.key}:{index}", node_name="")
 
-    def pending(self) -> list[PodInfo]:
-        return [
-            p
-            for k, p in self.members.items()
-            if not p.assigned
+    def is_pending(self, p: PodInfo) -> bool:
+        """Waits for placement: ours, unassigned, alive, not gated, not reserved."""
+        return (
+            not p.assigned
             and not p.terminal
             and not p.deleting
             and not p.scheduling_gated
-            and k not in self.reserved
-        ]
+            and p.key not in self.reserved
+        )
+
+    def pending(self) -> list[PodInfo]:
+        return [p for p in self.members.values() if self.is_pending(p)]
 
     def bound(self) -> list[PodInfo]:
         return [p for p in self.members.values() if p.assigned and not p.terminal]

@@ -38,6 +38,8 @@ from gang.scheduling.framework import (
     call,
 )
 from gang.scheduling.plugins import (
+    LOCAL_NODE_FILTERS,
+    LOCAL_SCORES,
     GangPacking,
     default_filters,
     default_node_filters,
@@ -76,6 +78,17 @@ class Evaluation:
 
 
 @dataclass(slots=True)
+class _Previous:
+    """The last full Filter + Score pass of a greedy placement, reused for the same template."""
+
+    signature: tuple[Constraints, bytes]
+    candidates: npt.NDArray[np.intp]  # rows that passed, ascending
+    scores: npt.NDArray[np.float64]  # their scores (-inf once a row stops fitting)
+    last: int  # the row chosen last: the only one whose state changed since
+    domains_used: int
+
+
+@dataclass(slots=True)
 class _Static:
     mask: Mask
     reasons: list[str | None]  # per row: why the static filters reject it
@@ -104,6 +117,11 @@ class Placer:
         self.budget = (budgets or Budgets()).sync
         #: try to fit a whole gang inside one topology domain first
         self.pack_domains = any(isinstance(plugin, GangPacking) for plugin, _ in self.scores)
+        #: every Filter and Score plugin judges a node by its own state only (the built-ins do),
+        #: so placing a member can change nothing but the chosen node's verdict
+        self._incremental = all(type(f) in LOCAL_NODE_FILTERS for f in self.node_filters) and all(
+            type(p) in LOCAL_SCORES for p, _ in self.scores
+        )
         self._version = -1
         self._static: dict[Constraints, _Static] = {}
         self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -269,8 +287,27 @@ class Placer:
         """Place each pod on its best-scoring feasible row, consuming ``free`` and claiming
         host ports in ``claimed_ports``; a failure on the first pod leaves both untouched."""
         chosen: dict[Key, int] = {}
+        # The previous member's filter and score results. When the next member has the same
+        # template, only the node that member took has changed (its free capacity), so only that
+        # node is re-filtered and re-scored: exact for the built-in plugins, which judge a node by
+        # its own state; third-party plugins always get the full pass.
+        previous: _Previous | None = None
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
+            signature = (pod.constraints, vec.tobytes())
+            if (
+                previous is not None
+                and previous.signature == signature
+                and self._incremental
+                and not pod.constraints.host_ports
+                and previous.domains_used == len(used_domains)
+            ):
+                row = self._next_on_same_template(snap, free, previous, vec, used_domains)
+                if row is not None:
+                    free[row] -= vec
+                    chosen[pod.key] = row
+                    previous.last = row
+                    continue
             static = self.static(snap, pod.constraints)
             fit = static.mask if rows is None else static.mask & rows
             view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports)
@@ -287,11 +324,30 @@ class Placer:
             chosen[pod.key] = row
             if self._domains[row] >= 0:
                 used_domains.add(int(self._domains[row]))
+            previous = _Previous(signature, candidates, scores, row, len(used_domains))
             for port in pod.constraints.host_ports:
                 key = host_port_key(port)
                 if key is not None:
                     claimed_ports.setdefault(row, Counter())[key] += 1
         return chosen
+
+    def _next_on_same_template(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        previous: _Previous,
+        vec: Vector,
+        used: set[int],
+    ) -> int | None:
+        """Re-judge only the row the previous member took; the best row, or None if none fits."""
+        position = int(np.searchsorted(previous.candidates, previous.last))
+        last = previous.candidates[position : position + 1]
+        if np.all(free[previous.last] >= vec):
+            previous.scores[position] = self._score(snap, free, last, vec, used)[0]
+        else:
+            previous.scores[position] = -np.inf
+        best = int(np.argmax(previous.scores))
+        return None if previous.scores[best] == -np.inf else int(previous.candidates[best])
 
     def _score(
         self,

@@ -304,3 +304,10 @@ BUILTIN: dict[str, type] = {
 }
 BUILTIN["MinResources"] = MinResources
 BUILTIN["GangPermit"] = GangPermit
+
+#: built-ins whose verdict on a node depends on that node's own state only (GangPacking also on
+#: the set of domains the gang uses, which the placer tracks)
+LOCAL_NODE_FILTERS: frozenset[type] = frozenset({NodePorts, NodeResourcesFit})
+LOCAL_SCORES: frozenset[type] = frozenset(
+    {LeastAllocated, MostAllocated, BalancedAllocation, GangPacking}
+)

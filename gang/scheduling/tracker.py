@@ -97,7 +97,7 @@ class ClusterState:
         if info.deleting and info.key in gang.reserved:
             self._unreserve_member(gang, info.key)
             self.on_disruption(gang, f"member {info.name} is being deleted")
-        if gang.pending():
+        if gang.is_pending(info):  # a member to place (others' updates need no new cycle)
             self.enqueue(gang)
         self.reporter.gang_changed(gang)
 

@@ -580,3 +580,31 @@ def test_placement_never_overcommits_and_is_all_or_nothing(
     touched = used.any(axis=1)
     assert (used[touched] <= before[touched]).all(), "a node is over-committed"
     assert np.array_equal(snap.free, before - used), "free was not consumed exactly"
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    node_specs=st.lists(node_st, min_size=1, max_size=6),
+    template=pod_st,
+    size=st.integers(1, 12),
+    data=st.data(),
+    weights=weights_st,
+)
+def test_incremental_rescoring_equals_the_full_pass(
+    node_specs: list[dict[str, Any]],
+    template: dict[str, Any],
+    size: int,
+    data: st.DataObject,
+    weights: ScoreWeights,
+) -> None:
+    """Members of one template re-judge only the node the previous one took; the result must be
+    exactly what a full Filter + Score pass for every member gives."""
+    cache, pods = build_property_case(node_specs, [template] * size)
+    need = data.draw(st.integers(0, size), label="need")
+    fast = Placer(cache.index, weights, ZONE)
+    slow = Placer(cache.index, weights, ZONE)
+    slow._incremental = False
+    assert fast._incremental
+    assert fast.place(snapshot(cache, pods), pods, need) == slow.place(
+        snapshot(cache, pods), pods, need
+    )
