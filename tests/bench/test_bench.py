@@ -1,0 +1,143 @@
+"""The benchmark's own tests, at small sizes: workloads, the three-process run, invariants, output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from pydantic import ValidationError
+
+from gang.bench.placement import placement_ms
+from gang.bench.report import html_report, table
+from gang.bench.runner import BenchResult, _overcommitted, _percentile, result_json, run_bench
+from gang.bench.workload import BenchConfig, plan, pods
+
+
+def test_plan_is_deterministic_and_sized() -> None:
+    config = BenchConfig(pods=500, min_gang=4, max_gang=16, seed=7)
+    first, second = plan(config), plan(config)
+    assert first == second
+    assert sum(g.size for g in first) == 500
+    assert all(1 <= g.size <= 16 for g in first)
+    assert all(g.size >= 4 for g in first[:-1])  # only the last gang may be cut short
+    assert plan(config.model_copy(update={"seed": 8})) != first
+    body = pods(first[0], config)
+    assert len(body) == first[0].size
+    assert body[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_invalid_benchmarks_are_refused() -> None:
+    with pytest.raises(ValidationError, match="max_gang"):
+        BenchConfig(min_gang=8, max_gang=4)
+    with pytest.raises(ValidationError):
+        BenchConfig(pods=0)
+
+
+def test_percentiles() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert _percentile(values, 0.5) == 50.0 or _percentile(values, 0.5) == 51.0
+    assert _percentile(values, 0.99) == 99.0
+    assert _percentile([], 0.5) == 0.0
+
+
+def test_overcommit_detection() -> None:
+    nodes = [
+        {
+            "metadata": {"name": "n"},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}},
+        }
+    ]
+
+    def pod(name: str, cpu: str) -> dict[str, object]:
+        return {
+            "metadata": {"name": name, "namespace": "x"},
+            "spec": {
+                "nodeName": "n",
+                "containers": [
+                    {"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}
+                ],
+            },
+            "status": {"phase": "Pending"},
+        }
+
+    assert _overcommitted(nodes, [pod("a", "1"), pod("b", "1")]) == 0
+    assert _overcommitted(nodes, [pod("a", "1"), pod("b", "1500m")]) == 1
+
+
+def test_placement_micro_benchmark_runs() -> None:
+    figures = placement_ms("50:gpu=8,zones=2", members=16, repeat=3)
+    assert figures["nodes"] == 50 and figures["members"] == 16
+    assert figures["median_ms"] > 0
+
+
+def test_end_to_end_small_run(tmp_path: Path) -> None:
+    config = BenchConfig(
+        nodes="20:gpu=8,cpu=64,memory=512Gi,zones=2",
+        pods=60,
+        min_gang=4,
+        max_gang=8,
+        timeout_seconds=60,
+    )
+    result = run_bench(config, progress=False)
+    assert result.nodes == 20
+    assert result.pods_bound == 60 and result.gangs_bound == result.gangs_total
+    assert result.invariants_hold
+    assert result.pods_per_second > 0 and result.scheduler_cpu_seconds > 0
+    assert result.scheduler_peak_rss_mb > 10
+    assert result.timeline[-1][1] == 60
+    assert len(result.full_gang_seconds) == result.gangs_total
+    body = orjson.loads(result_json(result))
+    assert body["invariants_hold"] is True and body["pods_bound"] == 60
+    page = html_report(result)
+    assert page.count("<svg") == 2 and "pods bound" in page
+    assert "ok" in table([result])
+
+
+def test_a_workload_larger_than_the_cluster_reports_what_fit() -> None:
+    """10 GPUs for gangs of 4 x 1 GPU: two whole gangs fit, never a part of a third."""
+    config = BenchConfig(
+        nodes="2:gpu=5,cpu=64,memory=512Gi", pods=16, min_gang=4, max_gang=4, timeout_seconds=60
+    )
+    result = run_bench(config, progress=False)
+    assert result.pods_bound == 8 and result.gangs_bound == 2
+    assert result.partial_gangs == 0 and result.invariants_hold
+
+
+def test_gang_bench_command_writes_json_and_html(tmp_path: Path) -> None:
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gang",
+            "bench",
+            "--nodes",
+            "10:gpu=8",
+            "--pods",
+            "24",
+            "--gang-sizes",
+            "4-8",
+            "--quiet",
+            "--out",
+            str(out),
+            "--html",
+            str(page),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pods/s" in proc.stdout and " ok" in proc.stdout
+    results = orjson.loads(out.read_bytes())
+    assert isinstance(results, list) and results[0]["pods_bound"] == 24
+    assert "<svg" in page.read_text()
+
+
+def test_result_without_bindings_is_well_formed() -> None:
+    empty = BenchResult(nodes=1, pods_total=4, gangs_total=1)
+    assert empty.invariants_hold and "no bindings" in html_report(empty)
