@@ -165,6 +165,7 @@ class GangScheduler:
                 tasks.create_task(self._schedule_loop(), name="scheduling loop")
         finally:
             await asyncio.shield(self._settle())
+            await self.kube.close()
 
     async def _settle(self) -> None:
         """On the way out: release what is only reserved, let binds in flight finish, and

@@ -14,6 +14,7 @@ Status reason and message, for the caller to decide.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -23,6 +24,8 @@ from urllib.parse import quote
 
 import aiohttp
 import orjson
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from gang.kube.ratelimit import TokenBucket
 
@@ -120,6 +123,8 @@ class Kube:
         #: Events get their own budget so a burst of them never delays a binding
         self.event_limiter = event_limiter
         self.max_retries = max_retries
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: str | None = None
 
     async def _once(
         self, call: Callable[[], Awaitable[Any]], limiter: TokenBucket | None
@@ -242,11 +247,29 @@ class Kube:
             }
             await self.api_client.update_params_for_auth(headers, [], ["BearerToken"])
             url = self.api_client.configuration.host + path
-            return await self.api_client.rest_client.pool_manager.request(
-                method, url, data=data, headers=headers
-            )
+            session, proxy = self._hot_session()
+            return await session.request(method, url, data=data, headers=headers, proxy=proxy)
 
         return call
+
+    def _hot_session(self) -> tuple[aiohttp.ClientSession, str | None]:
+        """A session on kubernetes-asyncio's connection pool (its TLS settings) without
+        ``trust_env``: with it, aiohttp consults netrc and the proxy environment in a worker thread
+        on *every* request, two thread hops per binding. The proxy is resolved once instead."""
+        if self._session is None or self._session.closed:
+            pool = self.api_client.rest_client.pool_manager
+            self._session = aiohttp.ClientSession(connector=pool.connector, connector_owner=False)
+            config = self.api_client.configuration
+            self._proxy = config.proxy or None
+            if self._proxy is None:
+                with contextlib.suppress(LookupError):
+                    found, _ = get_env_proxy_for_url(URL(config.host))
+                    self._proxy = str(found)
+        return self._session, self._proxy
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
         """POST pods/{name}/binding once (no retries: the binder owns that policy)."""
