@@ -125,6 +125,7 @@ class Placer:
         self._version = -1
         self._static: dict[Constraints, _Static] = {}
         self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._row_of: dict[str, int] = {}
 
     # --- caches --------------------------------------------------------------------------
 
@@ -141,6 +142,7 @@ class Placer:
                 if value is not None:
                     domains[row] = ids.setdefault(value, len(ids))
         self._domains = domains
+        self._row_of = {name: row for row, name in enumerate(snap.names) if name}
 
     def static(self, snap: Snapshot, constraints: Constraints) -> _Static:
         """Rows passing unschedulable / taint / affinity filters for this template (cached)."""
@@ -184,7 +186,7 @@ class Placer:
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
         ordered = sorted(pods, key=lambda p: (-self._size(p, snap), p.creation_timestamp, p.name))
         vectors = {p.key: self.index.fit(self.index.vector(p.requests))[:width] for p in ordered}
-        row_of = {name: row for row, name in enumerate(snap.names) if name}
+        row_of = self._row_of
         anchor_domains = {int(self._domains[row_of[n]]) for n in anchors if n in row_of} - {-1}
         needed, extras = ordered[:need], ordered[need:]
 

@@ -250,7 +250,12 @@ class GangPacking(_Bounded):
     def score(self, s: ScoreInput) -> Scores:
         if not s.gang_domains:
             return np.zeros(len(s.candidates))
-        return _floats(np.isin(s.domains, list(s.gang_domains)) * MAX_NODE_SCORE)
+        # a lookup table over domain ids (the last slot stands for -1, "no domain")
+        inside = np.zeros(
+            max(max(s.gang_domains), int(s.domains.max(initial=-1))) + 2, dtype=np.float64
+        )
+        inside[list(s.gang_domains)] = MAX_NODE_SCORE
+        return inside[s.domains]
 
 
 # --- Permit --------------------------------------------------------------------------------
