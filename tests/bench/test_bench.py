@@ -141,3 +141,12 @@ def test_gang_bench_command_writes_json_and_html(tmp_path: Path) -> None:
 def test_result_without_bindings_is_well_formed() -> None:
     empty = BenchResult(nodes=1, pods_total=4, gangs_total=1)
     assert empty.invariants_hold and "no bindings" in html_report(empty)
+
+
+def test_the_readme_benchmark_configs_parse() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    for path in (root / "examples" / "bench").glob("*.yaml"):
+        config = BenchConfig.model_validate(yaml.safe_load(path.read_text()))
+        assert config.pods >= 1, path
