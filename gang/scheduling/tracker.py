@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
+from dataclasses import replace
 from typing import Any, Protocol
 
 from gang.models.podgroup import PodGroupInfo, parse_podgroup
@@ -68,12 +69,43 @@ class ClusterState:
 
     # --- pods ----------------------------------------------------------------------------
 
-    def _upsert_pod(self, raw: Obj) -> None:
+    def _binding_confirmed(self, raw: Obj) -> PodInfo | None:
+        """The one update seen for every pod we bind: the same pod, now on the node we reserved.
+        Everything but node, phase and version is as we parsed it before (a pod's spec cannot
+        change), so the known PodInfo is reused instead of parsing the whole pod again."""
+        meta = raw.get("metadata") or {}
+        key = (meta.get("namespace") or "", meta.get("name") or "")
+        gang_key = self._gang_of.get(key)
+        gang = self.gangs.get(gang_key) if gang_key is not None else None
+        if gang is None:
+            return None
+        old = gang.members.get(key)
+        node = (raw.get("spec") or {}).get("nodeName")
+        if (
+            old is None
+            or old.assigned
+            or not node
+            or gang.reserved.get(key) != node
+            or meta.get("uid") != old.uid
+            or meta.get("deletionTimestamp")
+            or (meta.get("labels") or {}) != old.labels
+        ):
+            return None
         try:
-            info = parse_pod(raw)
-        except PodParseError as err:
-            self._reject_pod(raw, str(err))
-            return
+            version = int(meta.get("resourceVersion") or 0)
+        except ValueError:
+            return None
+        phase = (raw.get("status") or {}).get("phase") or old.phase
+        return replace(old, node_name=node, resource_version=version, phase=phase)
+
+    def _upsert_pod(self, raw: Obj) -> None:
+        info = self._binding_confirmed(raw)
+        if info is None:
+            try:
+                info = parse_pod(raw)
+            except PodParseError as err:
+                self._reject_pod(raw, str(err))
+                return
         self._unparsable.pop(info.key, None)
         before = self.cache.pods.get(info.key)
         was_counted = before is not None
