@@ -252,7 +252,8 @@ async def call_async(
     """Run an asynchronous plugin method, cancelled at its budget. Exceptions of the
     ``passthrough`` types (e.g. API errors the caller knows how to handle) propagate as they are."""
     try:
-        return await asyncio.wait_for(fn(*args), budget)
+        async with asyncio.timeout(budget):  # no extra task per call, unlike wait_for
+            return await fn(*args)
     except TimeoutError:
         raise PluginError(
             plugin.name, point, f"did not finish within its {budget:g} s budget"
