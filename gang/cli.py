@@ -327,7 +327,11 @@ def _bench_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     bench.add_argument("--rate", type=float, help="gangs per second with --arrival stream")
     bench.add_argument("--seed", type=int)
     bench.add_argument("--sweep", help="comma-separated node counts, e.g. 500,1000,2000,5000")
-    bench.add_argument("--kubeconfig", help="benchmark a real cluster (its existing nodes) instead")
+    bench.add_argument(
+        "--kubeconfig",
+        help="benchmark a real cluster instead: creates kubelet-free gang-bench-* Nodes for --nodes "
+        "(pods are pinned to them) and deletes all it created afterwards",
+    )
     bench.add_argument("--out", type=Path, help="write the result(s) as JSON here")
     bench.add_argument("--html", type=Path, help="write an HTML report with charts here")
     bench.add_argument(
@@ -375,6 +379,7 @@ def _bench(args: argparse.Namespace) -> int:
     except ValidationError as err:
         print(f"gang bench: invalid benchmark: {err}", file=sys.stderr)
         return 2
+    from gang.bench.cluster import BenchClusterError
     from gang.bench.report import html_report, table
     from gang.bench.runner import result_json, run_bench
 
@@ -385,7 +390,14 @@ def _bench(args: argparse.Namespace) -> int:
             config.model_copy(update={"nodes": f"{n}:{pool}" if pool else n})
             for n in args.sweep.split(",")
         ]
-    results = [run_bench(c, args.kubeconfig, progress=not args.quiet) for c in configs]
+    try:
+        results = [run_bench(c, args.kubeconfig, progress=not args.quiet) for c in configs]
+    except BenchClusterError as err:
+        print(f"gang bench: {err}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("gang bench: interrupted", file=sys.stderr)
+        return 130
     print(table(results))
     if args.out:
         args.out.write_bytes(b"[" + b",".join(result_json(r) for r in results) + b"]\n")

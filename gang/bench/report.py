@@ -28,7 +28,8 @@ def table(results: list[BenchResult]) -> str:
                 ""
                 if r.invariants_hold
                 else f" ({r.partial_gangs} partial gangs, "
-                f"{r.overcommitted_nodes} over-committed nodes)"
+                f"{r.overcommitted_nodes} over-committed nodes, "
+                f"{r.pods_on_other_nodes} pods off the benchmark's nodes)"
             )
         )
     return "\n".join(lines)
@@ -97,7 +98,8 @@ def html_report(result: BenchResult, title: str = "gang bench") -> str:
                 "hold"
                 if result.invariants_hold
                 else f"VIOLATED: {result.partial_gangs} partial gangs, "
-                f"{result.overcommitted_nodes} over-committed nodes",
+                f"{result.overcommitted_nodes} over-committed nodes, "
+                f"{result.pods_on_other_nodes} pods off the benchmark's nodes",
             ),
         )
     )

@@ -1,7 +1,9 @@
 """``gang bench``: the real scheduler against a cluster, measured from outside.
 
 Three processes, so none steals another's event loop: the API simulator (``gang sim serve``, or a
-real cluster given ``--kubeconfig``), the scheduler (``gang run``), and this driver. The driver
+real cluster given ``--kubeconfig``), the scheduler (``gang run``), and this driver. On a real
+cluster the driver first creates kubelet-free Nodes for the benchmark, pins every benchmark pod to
+them, and removes all it created afterwards (see ``gang.bench.cluster``). The driver
 creates the workload, watches pods to timestamp every binding, samples the scheduler process's
 CPU time and peak RSS, and at the end checks the invariants on what the API holds: no gang
 partially bound, no node over-committed.
@@ -21,6 +23,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -30,6 +33,7 @@ from typing import Any
 import orjson
 import psutil
 
+from gang.bench.cluster import NODE_SELECTOR, BenchCluster, BenchClusterError
 from gang.bench.workload import NAMESPACE, BenchConfig, GangSpec, plan, podgroup, pods
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
@@ -60,6 +64,8 @@ class BenchResult:
     scheduler_peak_rss_mb: float = 0.0
     partial_gangs: int = 0
     overcommitted_nodes: int = 0
+    #: benchmark pods bound outside the benchmark's nodes (a real cluster's own nodes)
+    pods_on_other_nodes: int = 0
     machine: str = ""
     #: seconds since the first binding → pods bound by then (for the chart)
     timeline: list[tuple[float, int]] = field(default_factory=list)
@@ -67,7 +73,11 @@ class BenchResult:
 
     @property
     def invariants_hold(self) -> bool:
-        return self.partial_gangs == 0 and self.overcommitted_nodes == 0
+        return (
+            self.partial_gangs == 0
+            and self.overcommitted_nodes == 0
+            and self.pods_on_other_nodes == 0
+        )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -108,6 +118,9 @@ class Driver:
         self.bound_at: dict[str, float] = {}
         self.created_at: dict[str, float] = {}
         self._procs: list[asyncio.subprocess.Process] = []
+        #: on a real cluster the benchmark pods may only land on the benchmark's own nodes
+        self.node_selector = dict(NODE_SELECTOR) if kubeconfig else None
+        self.cluster: BenchCluster | None = None
         #: the child processes' stderr (an unread pipe would block them once it fills up)
         self._log: Any = asyncio.subprocess.DEVNULL
 
@@ -183,26 +196,58 @@ class Driver:
                 self._log = log
                 kubeconfig = self.kubeconfig or await self._start_simulator(Path(tmp))
                 client = await make_api_client(kubeconfig)
+                self.cluster = BenchCluster(client, self._say)
+                # SIGTERM, like Ctrl-C, ends the run through the cleanup below
+                task = asyncio.current_task()
+                assert task is not None
+                loop = asyncio.get_running_loop()
+                on_sigterm = threading.current_thread() is threading.main_thread()
+                if on_sigterm:  # (only the main thread may handle signals)
+                    loop.add_signal_handler(signal.SIGTERM, task.cancel)
                 try:
                     return await self._run(client, kubeconfig)
                 finally:
+                    if on_sigterm:
+                        loop.remove_signal_handler(signal.SIGTERM)
+                    if self.kubeconfig is not None:
+                        # the scheduler first, then what the run created (a simulator ends
+                        # with its process; a real cluster has to be cleaned up)
+                        for proc in reversed(self._procs):
+                            await self._stop(proc)
+                        await self._cleanup(self.cluster)
                     await client.close()
                     for proc in reversed(self._procs):
                         await self._stop(proc)
+
+    async def _cleanup(self, cluster: BenchCluster) -> None:
+        self._say("cleaning up")
+        try:
+            await cluster.cleanup()
+        except BenchClusterError as err:  # reported, not raised: the result stays valid
+            print(f"gang bench: warning: {err}", file=sys.stderr, flush=True)
 
     async def _run(self, client: Any, kubeconfig: str) -> BenchResult:
         from kubernetes_asyncio import client as k8s
 
         core: Any = k8s.CoreV1Api(client)
         custom: Any = k8s.CustomObjectsApi(client)
-        nodes = (await (await core.list_node(_preload_content=False)).json())["items"]
+        cluster = self.cluster
+        assert cluster is not None
+        where = machine()
+        await cluster.create_namespace(NAMESPACE)
+        await cluster.create_priority_classes(self.config.priorities)
+        if self.kubeconfig is not None:
+            where = f"{where}; apiserver {await cluster.server_version()}"
+            # the benchmark's own nodes: the only ones its pods may use and the invariants cover
+            nodes = await cluster.create_nodes(self.config.nodes)  # (and their heartbeats)
+        else:
+            nodes = (await (await core.list_node(_preload_content=False)).json())["items"]
         result = BenchResult(
             nodes=len(nodes),
             pods_total=self.config.pods,
             gangs_total=len(self.gangs),
-            machine=machine(),
+            machine=where,
         )
-        await self._prepare(core)
         loop = asyncio.get_running_loop()
         if self.config.arrival == "all":
             await self._create(core, custom, self.gangs)
@@ -239,21 +284,6 @@ class Driver:
         await self._summarize(core, result, nodes)
         return result
 
-    async def _prepare(self, core: Any) -> None:
-        from kubernetes_asyncio.client.exceptions import ApiException
-
-        with contextlib.suppress(ApiException):
-            await core.create_namespace({"metadata": {"name": NAMESPACE}})
-        if self.config.priorities:
-            from kubernetes_asyncio import client as k8s
-
-            scheduling: Any = k8s.SchedulingV1Api(core.api_client)
-            for value in set(self.config.priorities):
-                with contextlib.suppress(ApiException):
-                    await scheduling.create_priority_class(
-                        {"metadata": {"name": f"bench-p{value}"}, "value": value}
-                    )
-
     async def _create(self, core: Any, custom: Any, gangs: list[GangSpec]) -> None:
         limit = asyncio.Semaphore(32)
         done = 0
@@ -277,7 +307,13 @@ class Driver:
         now = asyncio.get_running_loop().time()
         for start in range(0, len(gangs), 50):
             batch = gangs[start : start + 50]
-            await asyncio.gather(*(one(p, True) for g in batch for p in pods(g, self.config)))
+            await asyncio.gather(
+                *(
+                    one(p, True)
+                    for g in batch
+                    for p in pods(g, self.config, node_selector=self.node_selector)
+                )
+            )
             for g in batch:
                 self.created_at[g.name] = (
                     now if self.config.arrival == "all" else asyncio.get_running_loop().time()
@@ -340,6 +376,10 @@ class Driver:
             await (await core.list_pod_for_all_namespaces(_preload_content=False)).json()
         )["items"]
         result.pods_bound = sum(1 for p in raw if p["spec"].get("nodeName"))
+        ours = {n["metadata"]["name"] for n in nodes}
+        result.pods_on_other_nodes = sum(
+            1 for p in raw if p["spec"].get("nodeName") and p["spec"]["nodeName"] not in ours
+        )
         per_gang: dict[str, int] = defaultdict(int)
         for p in raw:
             if p["spec"].get("nodeName"):

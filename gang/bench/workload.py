@@ -80,8 +80,18 @@ def podgroup(gang: GangSpec) -> dict[str, Any]:
 
 
 def pods(
-    gang: GangSpec, config: BenchConfig, scheduler_name: str = "gang-scheduler"
+    gang: GangSpec,
+    config: BenchConfig,
+    scheduler_name: str = "gang-scheduler",
+    node_selector: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
+    """The gang's member pods.
+
+    ``node_selector`` pins them to the benchmark's own nodes: a real-cluster run passes
+    ``{"gang-bench": "1"}`` (see ``gang.bench.cluster``) so no benchmark pod can land on a real
+    node. A simulator run passes none — every simulated node is the benchmark's — so its figures
+    do not include a node-label filter per placement.
+    """
     limits = {"cpu": config.cpu_per_pod, "memory": config.memory_per_pod}
     if config.gpus_per_pod:
         limits["nvidia.com/gpu"] = str(config.gpus_per_pod)
@@ -92,6 +102,8 @@ def pods(
     }
     if gang.priority is not None:
         spec["priorityClassName"] = f"bench-p{gang.priority}"
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
     return [
         {
             "apiVersion": "v1",
