@@ -114,15 +114,7 @@ class GangScheduler:
             queue_sort=self.profiles[names[0]].queue_sort,
         )
         self.placers = {
-            name: Placer(
-                self.cache.index,
-                cfg.weights,
-                cfg.topology_key,
-                filters=p.static_filters,
-                scores=p.scores,
-                node_filters=p.node_filters,
-                budgets=p.budgets,
-            )
+            name: Placer.for_profile(self.cache.index, p, cfg.topology_key)
             for name, p in self.profiles.items()
         }
         self.binder = Binder(

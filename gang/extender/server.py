@@ -106,16 +106,7 @@ class ExtenderConfig:
     def placer(self, index: ResourceIndex) -> Placer:
         if self.profile is None:
             return Placer(index, self.weights, self.topology_key)
-        p = self.profile
-        return Placer(
-            index,
-            self.weights,
-            self.topology_key,
-            filters=p.static_filters,
-            scores=p.scores,
-            node_filters=p.node_filters,
-            budgets=p.budgets,
-        )
+        return Placer.for_profile(index, self.profile, self.topology_key)
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:

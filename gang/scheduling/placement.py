@@ -32,6 +32,7 @@ from gang.scheduling.framework import (
     Budgets,
     NodeFilterInput,
     NodeFilterPlugin,
+    Profile,
     ScoreInput,
     ScorePlugin,
     StaticFilterPlugin,
@@ -128,6 +129,19 @@ class Placer:
         self._row_of: dict[str, int] = {}
 
     # --- caches --------------------------------------------------------------------------
+
+    @classmethod
+    def for_profile(cls, index: ResourceIndex, profile: Profile, topology_key: str) -> Placer:
+        """The placer running a profile's Filter and Score plugins."""
+        return cls(
+            index,
+            ScoreWeights(),
+            topology_key,
+            filters=profile.static_filters,
+            scores=profile.scores,
+            node_filters=profile.node_filters,
+            budgets=profile.budgets,
+        )
 
     def _refresh(self, snap: Snapshot) -> None:
         if snap.version == self._version and len(self._domains) == len(snap.names):
