@@ -127,6 +127,7 @@ class Placer:
         self._static: dict[Constraints, _Static] = {}
         self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._row_of: dict[str, int] = {}
+        self._columns: dict[bytes, tuple[npt.NDArray[np.intp], tuple[str, ...], Vector]] = {}
 
     # --- caches --------------------------------------------------------------------------
 
@@ -374,28 +375,48 @@ class Placer:
         used_domains: set[int],
     ) -> npt.NDArray[np.float64]:
         """Weighted sum of the Score plugins' normalized scores; ties go to the lowest row."""
-        wanted = [int(c) for c in np.flatnonzero(vec > 0) if self.index.names[c] != "pods"]
-        if not wanted:
-            wanted = [self.index.column("cpu"), self.index.column("memory")]
-        cols = np.array(wanted, dtype=np.intp)
-        alloc = snap.allocatable[np.ix_(candidates, cols)].astype(np.float64)
-        after = (free[np.ix_(candidates, cols)] - vec[cols]).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            util = np.where(alloc > 0, 1.0 - after / alloc, 1.0)
+        cols, names, wanted = self._score_columns(vec)
+        allocatable = snap.allocatable[candidates][:, cols]
+        free_after = free[candidates][:, cols] - wanted
+        alloc = allocatable.astype(np.float64)
+        util = np.ones_like(alloc)  # a resource the node does not have counts as full
+        np.subtract(
+            1.0,
+            np.divide(free_after, alloc, out=np.zeros_like(alloc), where=alloc > 0),
+            out=util,
+            where=alloc > 0,
+        )
         view = ScoreInput(
             candidates,
             util,
             self._domains[candidates],
             frozenset(used_domains),
-            resources=tuple(self.index.names[c] for c in wanted),
-            free_after=(free[np.ix_(candidates, cols)] - vec[cols]),
-            allocatable=snap.allocatable[np.ix_(candidates, cols)],
+            resources=names,
+            free_after=free_after,
+            allocatable=allocatable,
         )
         total = np.zeros(len(candidates), dtype=np.float64)
         for plugin, weight in self.scores:
             raw = call(plugin, "Score", self.budget, plugin.score, view)
             total += weight * call(plugin, "NormalizeScore", self.budget, plugin.normalize, raw)
         return total
+
+    def _score_columns(self, vec: Vector) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Vector]:
+        """The resource columns scores consider for a request (cached per request vector):
+        what it asks for besides the pod slot, or cpu and memory if nothing else."""
+        key = vec.tobytes()
+        found = self._columns.get(key)
+        if found is None:
+            wanted = [int(c) for c in np.flatnonzero(vec > 0) if self.index.names[c] != "pods"]
+            if not wanted:
+                wanted = [self.index.column("cpu"), self.index.column("memory")]
+            cols = np.array(wanted, dtype=np.intp)
+            found = self._columns[key] = (
+                cols,
+                tuple(self.index.names[c] for c in wanted),
+                vec[cols],
+            )
+        return found
 
     def _explain(self, view: NodeFilterInput, static: _Static) -> str:
         """kube-scheduler's FitError histogram for this pod on the consumed snapshot: per node
