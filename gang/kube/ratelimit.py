@@ -35,6 +35,11 @@ class TokenBucket:
         self._stamp = now
 
     async def acquire(self) -> None:
+        if not self._lock.locked():  # nobody waits: take a token without queueing (no await
+            self._refill()  # between the check and the take, so this cannot race)
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
         async with self._lock:  # FIFO: the lock queues waiters in arrival order
             self._refill()
             if self._tokens < 1:
