@@ -24,7 +24,6 @@ import socket
 import sys
 import tempfile
 import threading
-import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -449,12 +448,3 @@ def run_bench(
     config: BenchConfig, kubeconfig: str | None = None, progress: bool = True
 ) -> BenchResult:
     return asyncio.run(Driver(config, kubeconfig, progress).run())
-
-
-def timed(fn: Any, repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out

@@ -103,9 +103,6 @@ class Gang:
     def bound(self) -> list[PodInfo]:
         return [p for p in self.members.values() if p.assigned and not p.terminal]
 
-    def count_phase(self, phase: str) -> int:
-        return sum(1 for p in self.members.values() if p.phase == phase and p.assigned)
-
     def placed(self) -> int:
         """Members holding a node: bound (not finished) plus reserved."""
         return len(self.bound()) + len(self.reserved)

@@ -67,12 +67,3 @@ class Faults:
 
     def note_watch_opened(self) -> None:
         self.counts.watches_opened += 1
-
-    def any_active(self) -> bool:
-        return bool(
-            self.latency
-            or self.latency_jitter
-            or self.throttle_rate
-            or self.error_rate
-            or self.watch_drop_after is not None
-        )

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -630,7 +629,3 @@ def _int(raw: Any, what: str) -> int:
         return int(raw)
     except (TypeError, ValueError):
         raise errors.bad_request(f"invalid {what}: {raw!r} is not an integer") from None
-
-
-def monotonic() -> float:
-    return time.monotonic()
