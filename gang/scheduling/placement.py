@@ -55,6 +55,8 @@ Key = tuple[str, str]
 Mask = npt.NDArray[np.bool_]
 Ports = dict[int, Counter[tuple[str, str, int]]]
 MAX_DOMAIN_TRIES = 8
+#: bound on memoized single-node scores (distinct node states seen); cleared when reached
+ROW_SCORE_MEMO = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,9 @@ class Placer:
         self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._row_of: dict[str, int] = {}
         self._columns: dict[bytes, tuple[npt.NDArray[np.intp], tuple[str, ...], Vector]] = {}
+        #: one node's weighted score by everything it depends on (built-in scores only); nodes
+        #: of a pool that took the same members are in the same state, so this mostly hits
+        self._row_scores: dict[tuple[bytes, bytes, bytes, bool], float] = {}
 
     # --- caches --------------------------------------------------------------------------
 
@@ -199,7 +204,10 @@ class Placer:
         """
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
-        ordered = sorted(pods, key=lambda p: (-self._size(p, snap), p.creation_timestamp, p.name))
+        largest = snap.allocatable.max(axis=0) if len(snap.allocatable) else np.zeros(0, np.int64)
+        ordered = sorted(
+            pods, key=lambda p: (-self._size(p, largest), p.creation_timestamp, p.name)
+        )
         vectors = {p.key: self.index.fit(self.index.vector(p.requests))[:width] for p in ordered}
         row_of = self._row_of
         anchor_domains = {int(self._domains[row_of[n]]) for n in anchors if n in row_of} - {-1}
@@ -255,9 +263,9 @@ class Placer:
         scores = {int(row): float(total) for row, total in zip(candidates, totals, strict=True)}
         return Evaluation(fit, reasons, scores)
 
-    def _size(self, pod: PodInfo, snap: Snapshot) -> float:
-        """Dominant share of the pod's request against the largest node: big members first."""
-        largest = snap.allocatable.max(axis=0) if len(snap.allocatable) else np.zeros(0)
+    def _size(self, pod: PodInfo, largest: Vector) -> float:
+        """Dominant share of the pod's request against the largest node (``largest``, per
+        resource): big members first."""
         share = 0.0
         for name, amount in pod.requests.items():
             if name == "pods" or not self.index.has(name):
@@ -358,13 +366,31 @@ class Placer:
     ) -> int | None:
         """Re-judge only the row the previous member took; the best row, or None if none fits."""
         position = int(np.searchsorted(previous.candidates, previous.last))
-        last = previous.candidates[position : position + 1]
         if np.all(free[previous.last] >= vec):
-            previous.scores[position] = self._score(snap, free, last, vec, used)[0]
+            previous.scores[position] = self._row_score(snap, free, previous.last, vec, used)
         else:
             previous.scores[position] = -np.inf
         best = int(np.argmax(previous.scores))
         return None if previous.scores[best] == -np.inf else int(previous.candidates[best])
+
+    def _row_score(
+        self, snap: Snapshot, free: npt.NDArray[np.int64], row: int, vec: Vector, used: set[int]
+    ) -> float:
+        """The score of one node, memoized on its free and allocatable vectors, the request and
+        whether its domain is the gang's: all a local built-in score depends on."""
+        key = (
+            free[row].tobytes(),
+            snap.allocatable[row].tobytes(),
+            vec.tobytes(),
+            int(self._domains[row]) in used,
+        )
+        score = self._row_scores.get(key)
+        if score is None:
+            if len(self._row_scores) >= ROW_SCORE_MEMO:
+                self._row_scores.clear()
+            candidates = np.array([row], dtype=np.intp)
+            score = self._row_scores[key] = float(self._score(snap, free, candidates, vec, used)[0])
+        return score
 
     def _score(
         self,
