@@ -15,7 +15,7 @@ from gang.bench.runner import BenchResult
 def table(results: list[BenchResult]) -> str:
     head = (
         f"{'nodes':>6} {'pods':>7} {'bound':>7} {'pods/s':>8} {'gangs/s':>8} {'full p50':>9} "
-        f"{'p95':>7} {'p99':>7} {'cpu s/1k':>9} {'rss MB':>7}  invariants"
+        f"{'p95':>7} {'p99':>7} {'cpu s/1k':>9} {'binding':>8} {'rss MB':>7}  invariants"
     )
     lines = [head]
     for r in results:
@@ -23,6 +23,7 @@ def table(results: list[BenchResult]) -> str:
             f"{r.nodes:>6} {r.pods_total:>7} {r.pods_bound:>7} {r.pods_per_second:>8.0f} "
             f"{r.gangs_per_second:>8.1f} {r.time_to_full_gang_p50:>8.2f}s {r.time_to_full_gang_p95:>6.2f}s "
             f"{r.time_to_full_gang_p99:>6.2f}s {r.cpu_seconds_per_1000_pods:>9.2f} "
+            f"{r.binding_cpu_seconds_per_1000_pods:>8.2f} "
             f"{r.scheduler_peak_rss_mb:>7.0f}  {'ok' if r.invariants_hold else 'VIOLATED'}"
             + (
                 ""
@@ -92,6 +93,10 @@ def html_report(result: BenchResult, title: str = "gang bench") -> str:
                 f"{result.time_to_full_gang_p99:.3f} s",
             ),
             ("scheduler CPU s per 1,000 pods", f"{result.cpu_seconds_per_1000_pods:.2f}"),
+            (
+                "… of it from the first to the last binding",
+                f"{result.binding_cpu_seconds_per_1000_pods:.2f}",
+            ),
             ("scheduler peak RSS", f"{result.scheduler_peak_rss_mb:.0f} MB"),
             (
                 "invariants",

@@ -86,6 +86,7 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     assert result.pods_bound == 60 and result.gangs_bound == result.gangs_total
     assert result.invariants_hold
     assert result.pods_per_second > 0 and result.scheduler_cpu_seconds > 0
+    assert 0 <= result.binding_cpu_seconds_per_1000_pods <= result.cpu_seconds_per_1000_pods
     assert result.scheduler_peak_rss_mb > 10
     assert result.timeline[-1][1] == 60
     assert len(result.full_gang_seconds) == result.gangs_total

@@ -1,0 +1,421 @@
+"""``gang chaos``: the real scheduler through every fault at once, then its promises checked.
+
+One run: a simulated cluster in this process (so faults can be injected at exact moments and
+the evidence read from the server's side), ``gang run`` as a child process (so it can be
+SIGKILLed), and a seeded plan (``gang.bench.chaosplan``) of gangs of mixed sizes and priorities
+arriving and being deleted while the apiserver is slow, throttles (429 + Retry-After), fails
+(500), cuts watches, loses watch events, compacts its history and restarts — and while the
+scheduler is killed at planned moments and at planned bindings, so some kills land between a
+gang's first and last binding. Then every knob goes off and the run settles, and the invariants
+are checked on what the API holds (``gang.bench.invariants``) and on the simulator's audit of
+binding POSTs: no partial gang, no over-committed node, no pod bound twice, no gang left
+unbound that fits.
+
+The result says what was injected and survived, so a README can report "N seeded runs,
+0 partial gangs" with the command that produced it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import logging
+import sys
+import tempfile
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gang.bench.chaosplan import (
+    CUT_WATCHES,
+    DELETE_GANG,
+    EXPIRE_HISTORY,
+    KILL,
+    PRIORITIES,
+    RESTART_SIM,
+    Action,
+    ChaosConfig,
+    ChaosPlan,
+    GangPlan,
+    make_plan,
+    pod_manifests,
+    podgroup_manifest,
+)
+from gang.bench.invariants import Verdict, judge
+from gang.bench.supervisor import SchedulerProcess
+from gang.models.podgroup import POD_GROUP_LABEL
+from gang.sim.api import DeleteOptions
+from gang.sim.cluster import SimCluster
+from gang.sim.errors import ApiError
+from gang.sim.faults import FaultCounts
+from gang.sim.store import MODIFIED, StoredEvent
+
+Obj = dict[str, Any]
+#: the scheduler's settings for a chaos run: relist often (dropped events are repaired by the
+#: resync), retry soon, and time out a quorum wait within the run
+SCHEDULER_ENV = {
+    "GANG_SCHEDULER__RESYNC_PERIOD_SECONDS": "3",
+    "GANG_SCHEDULER__BACKOFF_INITIAL_SECONDS": "0.2",
+    "GANG_SCHEDULER__BACKOFF_MAX_SECONDS": "2",
+    "GANG_SCHEDULER__UNSCHEDULABLE_FLUSH_SECONDS": "3",
+    "GANG_SCHEDULER__DEFAULT_SCHEDULE_TIMEOUT_SECONDS": "10",
+}
+PODGROUPS_KEY = "scheduling.x-k8s.io/v1alpha1/podgroups"
+
+
+@dataclass(slots=True)
+class ChaosResult:
+    config: ChaosConfig
+    plan: str
+    faults: FaultCounts
+    verdict: Verdict
+    kills: int = 0
+    #: kills that fell while the gang of the pod just bound was not yet wholly bound
+    mid_gang_kills: int = 0
+    scheduler_starts: int = 0
+    unexpected_exits: list[int] = field(default_factory=list)
+    gangs_deleted: int = 0
+    bindings: int = 0
+    #: binding POSTs for a pod already bound elsewhere / on the same node (a lost answer retried)
+    double_binds: int = 0
+    repeated_binds: int = 0
+    #: pods the simulator accepted more than one binding for (0 while its check holds)
+    pods_bound_twice: int = 0
+    settle_seconds: float = 0.0
+    log_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.verdict.clean
+            and self.double_binds == 0
+            and self.pods_bound_twice == 0
+            and not self.unexpected_exits
+        )
+
+    def report(self) -> str:
+        c, v, f = self.config, self.verdict, self.faults
+        head = (
+            f"seed {c.seed} ({c.mode}, {c.duration:g}s): {'OK' if self.ok else 'FAILED'} - "
+            f"{v.gangs_complete}/{v.gangs} gangs complete, {v.pods_bound}/{v.pods} pods bound, "
+            f"{len(v.partial_gangs)} partial gangs, {len(v.overcommitted_nodes)} over-committed "
+            f"nodes, {self.double_binds} double binds, {self.pods_bound_twice} pods bound twice, "
+            f"{len(v.fitting_unbound)} fitting gangs unbound; settled in {self.settle_seconds:.1f}s"
+        )
+        lines = [
+            head,
+            f"  workload: {self.plan}; {self.gangs_deleted} gangs deleted, {self.bindings} "
+            f"bindings, {self.repeated_binds} repeated binds after a lost answer",
+            f"  scheduler: {self.kills} SIGKILLs ({self.mid_gang_kills} mid-gang), "
+            f"{self.scheduler_starts} starts, {len(self.unexpected_exits)} unexpected exits",
+            f"  apiserver: {f.restarts} restarts, {f.watches_cut} watches cut, "
+            f"{f.history_expiries} history expiries, {f.throttled} throttled (429), "
+            f"{f.server_errors} errors (500), {f.events_dropped} watch events dropped, "
+            f"{f.delayed} requests delayed, {f.watches_opened} watches opened",
+        ]
+        problems = v.partial_gangs + v.overcommitted_nodes + v.fitting_unbound
+        if problems:
+            lines.append("  problems: " + "; ".join(problems[:10]))
+        if self.unexpected_exits:
+            lines.append(f"  scheduler exits (codes {self.unexpected_exits}); log tail:")
+        if not self.ok and self.log_tail:
+            lines += ["    " + line for line in self.log_tail.splitlines()]
+        return "\n".join(lines)
+
+
+class ChaosRun:
+    def __init__(self, config: ChaosConfig, log_dir: Path | None = None) -> None:
+        self.config = config
+        self.plan: ChaosPlan = make_plan(config)
+        self.log_dir = log_dir
+        self.in_chaos = False
+        self.gangs_deleted = 0
+        self.bindings = 0
+        self.mid_gang_kills = 0
+        self._present: dict[str, GangPlan] = {}
+        self._bindings_since_start = 0
+        self._kill_trigger: tuple[int, float] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sim_restart: asyncio.Task[None] | None = None
+        self._cluster: SimCluster | None = None
+        self._scheduler: SchedulerProcess | None = None
+
+    @property
+    def cluster(self) -> SimCluster:
+        assert self._cluster is not None
+        return self._cluster
+
+    @property
+    def scheduler(self) -> SchedulerProcess:
+        assert self._scheduler is not None
+        return self._scheduler
+
+    # --- the run -------------------------------------------------------------------------
+
+    async def run(self) -> ChaosResult:
+        with tempfile.TemporaryDirectory(prefix="gang-chaos-") as tmp:
+            log_dir = self.log_dir or Path(tmp)
+            log_path = log_dir / f"scheduler-{self.config.mode}-seed{self.config.seed}.log"
+            log_path.unlink(missing_ok=True)
+            full = self.config.mode == "full"
+            async with SimCluster(
+                self.config.nodes,
+                faults=self.plan.faults,
+                history_size=300 if full else 10_000,
+                bookmark_interval=2.0,
+            ) as cluster:
+                self._cluster = cluster
+                self._scheduler = SchedulerProcess(
+                    cluster.kubeconfig_path, env=SCHEDULER_ENV, log_path=log_path
+                )
+                self._setup()
+                cluster.store.add_listener(self._on_commit)
+                try:
+                    await self._start_scheduler()
+                    await self._chaos()
+                    settle = await self._settle()
+                finally:
+                    cluster.store.remove_listener(self._on_commit)
+                    self.in_chaos = False
+                    for task in list(self._tasks):
+                        task.cancel()
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
+                    await self.scheduler.stop()
+                return self._result(settle, self.scheduler.log_tail())
+
+    def _setup(self) -> None:
+        api, ns = self.cluster.api, self.config.namespace
+        api.create(api.rt_namespaces, None, {"metadata": {"name": ns}})
+        for name, value in PRIORITIES.items():
+            api.create(api.rt_priority, None, {"metadata": {"name": name}, "value": value})
+        for gang in self.plan.gangs:
+            if gang.arrive_at <= 0:
+                self._create(gang)
+
+    def _create(self, gang: GangPlan) -> None:
+        api, ns = self.cluster.api, self.config.namespace
+        if not gang.lone:
+            api.create(api.registry.by_key(PODGROUPS_KEY), ns, podgroup_manifest(gang, ns))
+        for pod in pod_manifests(gang, ns):
+            api.create(api.rt_pods, ns, pod)
+        self._present[gang.name] = gang
+
+    async def _chaos(self) -> None:
+        """Arrivals and actions at their planned moments, for ``duration`` seconds."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        timeline: list[tuple[float, Callable[[], None]]] = [
+            (g.arrive_at, functools.partial(self._create, g))
+            for g in self.plan.gangs
+            if g.arrive_at > 0
+        ]
+        timeline += [(a.at, functools.partial(self._act, a)) for a in self.plan.actions]
+        timeline.sort(key=lambda item: item[0])
+        self.in_chaos = True
+        for at, do in timeline:
+            while loop.time() - start < at:
+                await self._supervise()
+                await asyncio.sleep(min(0.2, max(0.0, at - (loop.time() - start))))
+            do()
+        while loop.time() - start < self.config.duration:
+            await self._supervise()
+            await asyncio.sleep(0.2)
+        self.in_chaos = False
+
+    def _act(self, action: Action) -> None:
+        cluster = self.cluster
+        if action.kind == KILL:
+            self._kill(action.downtime)
+        elif action.kind == RESTART_SIM:
+            if self._sim_restart is None or self._sim_restart.done():
+                self._sim_restart = self._spawn(cluster.restart_server(action.downtime))
+        elif action.kind == CUT_WATCHES:
+            cluster.drop_watches()
+        elif action.kind == EXPIRE_HISTORY:
+            cluster.expire_history()
+        elif action.kind == DELETE_GANG:
+            self._delete_gang(action.pick)
+
+    def _delete_gang(self, pick: float) -> None:
+        """A user deletes a job: mostly one that runs (wholly bound), sometimes any."""
+        names = sorted(self._present)
+        complete = [n for n in names if self._bound(n) >= self._present[n].min_member]
+        candidates = complete if complete and pick < 0.8 else names
+        if not candidates:
+            return
+        gang = self._present.pop(candidates[int(pick * len(candidates)) % len(candidates)])
+        api, ns = self.cluster.api, self.config.namespace
+        for pod in pod_manifests(gang, ns):
+            with contextlib.suppress(ApiError):
+                api.delete(api.rt_pods, ns, pod["metadata"]["name"], DeleteOptions(0))
+        if not gang.lone:
+            with contextlib.suppress(ApiError):
+                api.delete(api.registry.by_key(PODGROUPS_KEY), ns, gang.name, DeleteOptions(0))
+        self.gangs_deleted += 1
+
+    def _bound(self, gang_name: str) -> int:
+        gang = self._present.get(gang_name)
+        if gang is None:
+            return 0
+        store, key = self.cluster.store, self.cluster.api.rt_pods.storage_key
+        count = 0
+        for i in range(gang.size):
+            pod = store.get(key, self.config.namespace, f"{gang.name}-{i:02d}")
+            if pod is not None and pod["spec"].get("nodeName"):
+                count += 1
+        return count
+
+    # --- the scheduler process -----------------------------------------------------------
+
+    async def _start_scheduler(self) -> None:
+        scheduler = self.scheduler
+        await scheduler.start()
+        self._bindings_since_start = 0
+        index = scheduler.starts - 1
+        triggers = self.plan.kill_at_binding
+        self._kill_trigger = triggers[index % len(triggers)] if self.in_chaos else None
+
+    def _kill(self, downtime: float) -> None:
+        if self.in_chaos and self.scheduler.kill():
+            self._kill_trigger = None
+            self._spawn(self._restart_after(downtime))
+
+    async def _restart_after(self, downtime: float) -> None:
+        await self.scheduler.wait()
+        await asyncio.sleep(downtime)
+        if not self.scheduler.running:
+            await self._start_scheduler()
+
+    async def _supervise(self) -> None:
+        """Restart a scheduler that exited on its own (recorded), as Kubernetes would."""
+        if self.scheduler.exited_unexpectedly():
+            await self._start_scheduler()
+
+    def _on_commit(self, storage_key: str, event: StoredEvent) -> None:
+        """Count bindings as the store commits them; kill the scheduler at its planned one."""
+        if storage_key != self.cluster.api.rt_pods.storage_key or event.type != MODIFIED:
+            return
+        if event.prev is None or (event.prev.get("spec") or {}).get("nodeName"):
+            return
+        if not (event.obj.get("spec") or {}).get("nodeName"):
+            return
+        self.bindings += 1
+        self._bindings_since_start += 1
+        trigger = self._kill_trigger
+        if trigger is None or not self.in_chaos or self._bindings_since_start < trigger[0]:
+            return
+        group = (event.obj["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
+        gang = self._present.get(group or "")
+        if gang is not None and self._bound(gang.name) < gang.size:
+            self.mid_gang_kills += 1
+        self._kill(trigger[1])
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # --- settling and the verdict --------------------------------------------------------
+
+    async def _settle(self) -> float:
+        """Faults off; wait until the invariants hold and nothing is left to do (or time out)."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        self.plan.faults.calm()
+        if self._sim_restart is not None:
+            await self._sim_restart
+        await self.cluster.start_server()
+        pending = list(self._tasks)
+        await asyncio.gather(*pending, return_exceptions=True)
+        if not self.scheduler.running:
+            self.scheduler.exited_unexpectedly()
+            await self._start_scheduler()
+        clean_since: float | None = None
+        while loop.time() - start < self.config.settle:
+            await self._supervise()
+            if self.verdict().clean:
+                clean_since = clean_since if clean_since is not None else loop.time()
+                if loop.time() - clean_since >= 1.5:
+                    break
+            else:
+                clean_since = None
+            await asyncio.sleep(0.25)
+        return loop.time() - start
+
+    def verdict(self) -> Verdict:
+        store, api = self.cluster.store, self.cluster.api
+        return judge(
+            store.items(api.rt_pods.storage_key),
+            store.items(api.rt_nodes.storage_key),
+            store.items(api.registry.by_key(PODGROUPS_KEY).storage_key),
+        )
+
+    def _result(self, settle: float, log_tail: str) -> ChaosResult:
+        audit, scheduler = self.cluster.audit, self.scheduler
+        return ChaosResult(
+            config=self.config,
+            plan=self.plan.describe(),
+            faults=dataclasses.replace(self.plan.faults.counts),
+            verdict=self.verdict(),
+            kills=scheduler.kills,
+            mid_gang_kills=self.mid_gang_kills,
+            scheduler_starts=scheduler.starts,
+            unexpected_exits=list(scheduler.unexpected_exits),
+            gangs_deleted=self.gangs_deleted,
+            bindings=self.bindings,
+            double_binds=audit.double_binds,
+            repeated_binds=audit.repeated_binds,
+            pods_bound_twice=sum(1 for n in audit.bindings_accepted.values() if n > 1),
+            settle_seconds=settle,
+            log_tail=log_tail,
+        )
+
+
+async def run_chaos(config: ChaosConfig, log_dir: Path | None = None) -> ChaosResult:
+    return await ChaosRun(config, log_dir).run()
+
+
+def summary(results: list[ChaosResult]) -> str:
+    """One paragraph over many runs: what was injected in total and what broke."""
+    mode = {r.config.mode for r in results}
+    kind = "crash-restart" if mode == {"crash"} else "chaos" if mode == {"full"} else "mixed"
+    total = FaultCounts()
+    for r in results:
+        for name in FaultCounts.__dataclass_fields__:
+            setattr(total, name, getattr(total, name) + getattr(r.faults, name))
+    failed = [r.config.seed for r in results if not r.ok]
+    return (
+        f"{len(results)} seeded {kind} runs: {len(results) - len(failed)} OK"
+        + (f", FAILED seeds {failed}" if failed else "")
+        + f"; {sum(len(r.verdict.partial_gangs) for r in results)} partial gangs, "
+        f"{sum(len(r.verdict.overcommitted_nodes) for r in results)} over-committed nodes, "
+        f"{sum(r.double_binds for r in results)} double binds, "
+        f"{sum(r.pods_bound_twice for r in results)} pods bound twice, "
+        f"{sum(len(r.verdict.fitting_unbound) for r in results)} fitting gangs left unbound, "
+        f"{sum(len(r.unexpected_exits) for r in results)} unexpected scheduler exits.\n"
+        f"Injected: {sum(r.kills for r in results)} scheduler SIGKILLs "
+        f"({sum(r.mid_gang_kills for r in results)} mid-gang), {total.restarts} apiserver "
+        f"restarts, {total.watches_cut} watches cut, {total.history_expiries} history expiries, "
+        f"{total.throttled} 429s, {total.server_errors} 500s, {total.events_dropped} dropped "
+        f"watch events; {sum(r.bindings for r in results)} bindings, "
+        f"{sum(r.gangs_deleted for r in results)} gangs deleted."
+    )
+
+
+def run_many(
+    config: ChaosConfig, runs: int, log_dir: Path | None = None, quiet: bool = False
+) -> list[ChaosResult]:
+    """``runs`` runs with seeds ``config.seed``, ``config.seed + 1``, ... (one at a time)."""
+    # a client SIGKILLed mid-request makes aiohttp log a traceback: expected here, not news
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    results = []
+    for i in range(runs):
+        result = asyncio.run(run_chaos(dataclasses.replace(config, seed=config.seed + i), log_dir))
+        results.append(result)
+        if not quiet or not result.ok:
+            print(result.report(), flush=True, file=sys.stdout)
+    return results
