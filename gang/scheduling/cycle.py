@@ -16,7 +16,12 @@ can change the world mid-decision), runs the plugins of the gang's profile:
 
 A failed cycle reserves nothing: it reports kube-scheduler-style FailedScheduling events and
 parks the gang as unschedulable until a cluster event could change the answer. A Permit wait
-that times out unreserves every member, backs the gang off and says why. Failures after Permit
+that times out unreserves every member, backs the gang off and says why. A change under a
+waiting gang (``disrupted``) either releases it the same way — its PodGroup is gone or invalid,
+or a member left and what exists no longer reaches minMember (Coscheduling rejects the whole
+group when one waiting member is rejected) — or re-plans only what was lost inside the same wait:
+members whose node went away or turned unfit, placeholders topped up to a raised minMember; a
+lowered minMember may let the gang bind at once. Failures after Permit
 (binding) never release the other members: a binding cannot be undone, so "all or nothing" is
 decided here, before the first POST.
 """
@@ -28,7 +33,15 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 
 from gang.models.settings import SchedulerConfig
-from gang.scheduling.framework import Deny, PluginError, Profile, ReservePlugin, Wait, call
+from gang.scheduling.framework import (
+    Deny,
+    PluginError,
+    Profile,
+    ReservePlugin,
+    StaticFilterPlugin,
+    Wait,
+    call,
+)
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.tracker import ClusterState
@@ -62,16 +75,21 @@ class Cycle:
         #: cycles failed by a plugin error, per plugin name
         self.plugin_failures: dict[str, int] = {}
         self._loop = asyncio.get_running_loop()
+        # the tracker re-checks reservations on a re-tainted or cordoned node with these
+        state.filters_for = self._static_filters
 
     def _profile(self, gang: Gang) -> Profile:
         return self.profiles.get(gang.scheduler_name) or next(iter(self.profiles.values()))
+
+    def _static_filters(self, gang: Gang) -> Sequence[StaticFilterPlugin]:
+        return self._profile(gang).static_filters
 
     # --- the cycle -----------------------------------------------------------------------
 
     def schedule(self, gang: Gang) -> str:
         """Run one scheduling cycle for ``gang``; the result is its next place in the queue."""
         pending = gang.pending()
-        if not pending:
+        if not pending and not gang.short_of_quorum():
             return SCHEDULED
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
@@ -97,8 +115,9 @@ class Cycle:
         budget = profile.budgets.sync
         required = max(0, gang.min_member - gang.placed())
         pods, need = list(pending), min(len(pending), required)
-        if len(pending) < required:  # hold room for the members not created yet
-            template = max(pending, key=lambda p: p.creation_timestamp)
+        shapes = pending or [gang.members[k] for k in gang.reserved if k in gang.members]
+        if len(pending) < required and shapes:  # hold room for the members not created yet
+            template = max(shapes, key=lambda p: p.creation_timestamp)
             pods += [gang.placeholder(template, i) for i in range(required - len(pending))]
             need = len(pods)
         self.state.register_vectors(pods)
@@ -278,12 +297,23 @@ class Cycle:
         self.state.reporter.gang_changed(gang)
 
     def disrupted(self, gang: Gang, why: str) -> None:
-        """Something changed under a gang holding reservations (tracker's on_disruption)."""
-        if gang.binding or (not gang.reserved and not gang.permit_timer):
+        """Something changed under a gang in its Permit wait (the tracker's ``on_disruption``,
+        called once the tracker has dropped the reservations that are lost).
+
+        Released, with backoff so the freed room goes to others first: a gang whose PodGroup is
+        deleted or invalid, and one that lost a member (deleted, relabelled) when its live
+        members no longer reach minMember. Otherwise the wait goes on, deadline unchanged: the
+        gang is queued to re-plan members that lost their node and placeholders short of a
+        (raised) minMember, and Permit is asked again — a lowered minMember may allow it now.
+        """
+        member_left, gang.member_left = gang.member_left, False
+        if gang.binding or not (gang.reserved or gang.placeholders or gang.permit_timer):
             return  # permitted gangs are past the point of no return
-        possible = len(gang.bound()) + len(gang.reserved) + len(gang.pending())
-        if possible < gang.min_member or (gang.podgroup is None and not gang.single):
-            self.release(gang, f"gang {gang.key}: {why}; released every reservation", backoff=False)
+        podgroup = gang.podgroup
+        orphaned = not gang.single and (podgroup is None or podgroup.error is not None)
+        alive = len(gang.bound()) + len(gang.reserved) + len(gang.pending())
+        if orphaned or (member_left and alive < gang.min_member):
+            self.release(gang, f"gang {gang.key}: {why}; released every reservation", backoff=True)
             return
-        self.state.enqueue(gang)  # re-plan the members that lost a node
+        self.state.enqueue(gang)
         self.permit(gang)

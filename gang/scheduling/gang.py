@@ -62,6 +62,9 @@ class Gang:
     #: Permit: loop time the quorum wait ends, and the timer that releases the reservations
     permit_deadline: float | None = None
     permit_timer: asyncio.TimerHandle | None = None
+    #: a reserved member left the gang (deleted, or relabelled into another) since the cycle
+    #: last judged a disruption: set by the tracker, read and cleared by ``Cycle.disrupted``
+    member_left: bool = False
     #: why the gang is not (fully) placed, for Events, status and /debug
     last_failure: str | None = None
     #: loop time of the last FailedScheduling event per message (avoid flooding)
@@ -109,3 +112,13 @@ class Gang:
 
     def has_quorum(self) -> bool:
         return self.placed() >= self.min_member
+
+    def short_of_quorum(self) -> bool:
+        """Waiting in Permit (members reserved, none binding) yet holding less than its quorum
+        — members and placeholders together — e.g. after a placeholder lost its node or
+        minMember was raised: its placeholders need planning again."""
+        return (
+            bool(self.reserved)
+            and not self.binding
+            and self.placed() + len(self.placeholders) < self.min_member
+        )

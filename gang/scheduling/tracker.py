@@ -4,8 +4,13 @@ Informer callbacks land here, synchronously and in order. Each one updates the c
 accounting (every pod, whoever scheduled it), the gang a pod of ours belongs to, and tells the
 queue who might now fit: a gang whose own members or PodGroup changed is activated, and any
 event that could free room or add nodes re-activates every gang parked as unschedulable
-(instead of polling them). Whatever the Permit stage must react to — a reserved member deleted,
-a node holding reservations removed, a PodGroup deleted — is passed to ``on_disruption``.
+(instead of polling them). Whatever the Permit stage must react to — a reserved member deleted
+or relabelled away, a node holding reservations removed, cordoned or newly tainted, a PodGroup
+deleted or its minMember changed — is passed to ``on_disruption``, after this module has dropped
+what is lost: the reservations of departed members, and those on a node that is gone or that
+Filter would now reject (re-checked only when a node's taints or schedulability change, with the
+gang's own static Filter plugins, so the rule cannot drift from Filter). Members already being
+bound are past the point of no return and keep their node.
 
 Bad input never stops the flow: a pod or PodGroup that cannot be parsed is reported once
 (``Reporter``) and otherwise ignored, and everyone else keeps being served.
@@ -14,16 +19,17 @@ Bad input never stops the flow: a pod or PodGroup that cannot be parsed is repor
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from gang.models.podgroup import PodGroupInfo, parse_podgroup
 from gang.queue.gangqueue import GangQueue
-from gang.scheduling.framework import QueueSortPlugin
+from gang.scheduling.framework import PluginError, QueueSortPlugin, StaticFilterPlugin, call
 from gang.scheduling.gang import Gang, GangKey, gang_key_of
-from gang.scheduling.plugins import PrioritySort
+from gang.scheduling.plugins import PrioritySort, default_filters
 from gang.state.cache import ClusterCache
+from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
 
 log = logging.getLogger(__name__)
@@ -59,6 +65,9 @@ class ClusterState:
         self.reporter = reporter
         self.on_disruption = on_disruption
         self.queue_sort = queue_sort or PrioritySort()
+        defaults = default_filters()
+        #: the static Filter plugins serving a gang (the cycle installs its profiles' own)
+        self.filters_for: Callable[[Gang], Sequence[StaticFilterPlugin]] = lambda gang: defaults
         self.gangs: dict[GangKey, Gang] = {}
         self.podgroups: dict[Key, PodGroupInfo] = {}
         self._gang_of: dict[Key, GangKey] = {}
@@ -128,6 +137,7 @@ class ClusterState:
             gang.reserved.pop(info.key, None)
         if info.deleting and info.key in gang.reserved:
             self._unreserve_member(gang, info.key)
+            gang.member_left = True
             self.on_disruption(gang, f"member {info.name} is being deleted")
         if gang.is_pending(info):  # a member to place (others' updates need no new cycle)
             self.enqueue(gang)
@@ -163,6 +173,7 @@ class ClusterState:
         gang.members.pop(pod, None)
         if pod in gang.reserved:
             self._unreserve_member(gang, pod)
+            gang.member_left = True
             self.on_disruption(gang, why)
         if not gang.members:
             self.drop_gang(gang)
@@ -173,10 +184,14 @@ class ClusterState:
         gang.reserved.pop(pod, None)
         self.cache.forget(pod)
 
-    def drop_placeholders(self, gang: Gang) -> dict[Key, tuple[PodInfo, str]]:
-        """Forget every placeholder reservation; returns what was held (to restore it)."""
-        held, gang.placeholders = gang.placeholders, {}
+    def drop_placeholders(
+        self, gang: Gang, only: Collection[Key] | None = None
+    ) -> dict[Key, tuple[PodInfo, str]]:
+        """Forget the placeholder reservations (every one, or those in ``only``); returns what
+        was held (to restore it)."""
+        held = {k: v for k, v in gang.placeholders.items() if only is None or k in only}
         for key in held:
+            del gang.placeholders[key]
             self.cache.forget(key)
         return held
 
@@ -192,28 +207,79 @@ class ClusterState:
     # --- nodes ---------------------------------------------------------------------------
 
     def _upsert_node(self, raw: Obj) -> None:
-        if self.cache.upsert_node(raw):
-            self.queue.activate_unschedulable()
+        name = str((raw.get("metadata") or {}).get("name") or "")
+        known = self.cache.nodes.get(name)
+        before = known.facts if known is not None else None
+        if not self.cache.upsert_node(raw):
+            return
+        self.queue.activate_unschedulable()
+        after = self.cache.nodes[name].facts
+        if before is not None and (
+            before.unschedulable != after.unschedulable or before.taints != after.taints
+        ):
+            self._recheck_reservations(name, after)
+
+    def _recheck_reservations(self, name: str, facts: NodeFacts) -> None:
+        """Node ``name`` was cordoned, uncordoned or re-tainted: what it holds that Filter would
+        now reject loses its node, as if the node were gone."""
+        for gang in self._holding(name):
+            reasons: dict[Key, str] = {}
+            for pod, node in gang.reserved.items():
+                member = gang.members.get(pod)
+                if node == name and pod not in gang.binding and member is not None:
+                    reason = self._rejection(gang, member, facts)
+                    if reason is not None:
+                        reasons[pod] = reason
+            for key, (shape, node) in gang.placeholders.items():
+                if node == name:
+                    reason = self._rejection(gang, shape, facts)
+                    if reason is not None:
+                        reasons[key] = reason
+            if reasons:
+                why = next(iter(reasons.values()))
+                self._lose_node(gang, name, set(reasons), f"became unfit for them ({why})")
+
+    def _rejection(self, gang: Gang, pod: PodInfo, facts: NodeFacts) -> str | None:
+        """The first rejection of ``pod`` on the node by the gang's static Filter plugins."""
+        for plugin in self.filters_for(gang):
+            try:
+                reason = call(plugin, "Filter", None, plugin.filter, pod.constraints, facts)
+            except PluginError as err:  # cannot tell: the reservation stays
+                log.warning("%s; keeping the reservation on %s", err, facts.name)
+                continue
+            if reason is not None:
+                return reason
+        return None
 
     def _delete_node(self, key: Key, raw: Obj | None) -> None:
         name = key[1]
         if not self.cache.remove_node(name):
             return
+        for gang in self._holding(name):
+            lost = {pod for pod, node in gang.reserved.items() if node == name}
+            lost |= {k for k, (_, node) in gang.placeholders.items() if node == name}
+            self._lose_node(gang, name, lost, "was deleted")
+
+    def _holding(self, name: str) -> Iterator[Gang]:
+        """Gangs holding a reservation (a member's or a placeholder's) on node ``name``."""
         for gang in list(self.gangs.values()):
-            lost = [
-                pod
-                for pod, node in gang.reserved.items()
-                if node == name and pod not in gang.binding
-            ]
-            for pod in lost:
-                self._unreserve_member(gang, pod)
-            if any(node == name for _, node in gang.placeholders.values()):
-                self.drop_placeholders(gang)
-            if lost:
-                self.on_disruption(
-                    gang, f"node {name} holding {len(lost)} reservation(s) was deleted"
-                )
-                self.enqueue(gang)
+            if name in gang.reserved.values() or any(
+                node == name for _, node in gang.placeholders.values()
+            ):
+                yield gang
+
+    def _lose_node(self, gang: Gang, name: str, lost: set[Key], what: str) -> None:
+        """Drop the reservations in ``lost`` on node ``name`` (members being bound keep theirs)
+        and have the members and placeholders re-planned."""
+        members = [pod for pod in lost if pod in gang.reserved and pod not in gang.binding]
+        for pod in members:
+            self._unreserve_member(gang, pod)
+        placeholders = self.drop_placeholders(gang, only=lost) if gang.placeholders else {}
+        count = len(members) + len(placeholders)
+        if not count:
+            return
+        self.on_disruption(gang, f"node {name} holding {count} reservation(s) {what}")
+        self.enqueue(gang)
 
     # --- PodGroups -----------------------------------------------------------------------
 
@@ -226,11 +292,13 @@ class ClusterState:
         gang = self.gangs.get(GangKey(info.namespace, info.name))
         if gang is None:
             return
+        quorum = gang.min_member
         gang.podgroup = info
-        if previous is not None and previous.min_member != info.min_member and gang.reserved:
-            self.on_disruption(
-                gang, f"minMember changed from {previous.min_member} to {info.min_member}"
-            )
+        if (gang.reserved or gang.placeholders) and previous is not None:
+            if info.error is not None and previous.error is None:
+                self.on_disruption(gang, f"its PodGroup became invalid: {info.error}")
+            elif gang.min_member != quorum:
+                self.on_disruption(gang, f"minMember changed from {quorum} to {gang.min_member}")
         if gang.pending():
             self.enqueue(gang)
             self.queue.activate(gang.key)
@@ -242,7 +310,7 @@ class ClusterState:
         if gang is None:
             return
         gang.podgroup = None
-        if gang.reserved:
+        if gang.reserved or gang.placeholders:
             self.on_disruption(gang, "its PodGroup was deleted")
 
     # --- helpers for the cycle -------------------------------------------------------------
