@@ -177,7 +177,10 @@ class Placer:
                 reason = next(
                     (
                         r
-                        for r in (f.filter(constraints, facts) for f in self.filters)
+                        for r in (
+                            call(f, "Filter", self.budget, f.filter, constraints, facts)
+                            for f in self.filters
+                        )
                         if r is not None
                     ),
                     None,

@@ -20,6 +20,8 @@ from gang.scheduling.framework import (
     Scores,
 )
 from gang.scheduling.gang import Gang
+from gang.state.nodefacts import NodeFacts
+from gang.state.podinfo import Constraints
 
 Key = tuple[str, str]
 
@@ -40,6 +42,17 @@ class Exploding:
 
     def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
         return []
+
+
+class ExplodingStatic:
+    """A static (per node) Filter that raises for pods tolerating a taint named ``explode``."""
+
+    name = "ExplodingStatic"
+
+    def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
+        if any(t.key == "explode" for t in constraints.tolerations):
+            raise RuntimeError("static boom")
+        return None
 
 
 class Sleepy:

@@ -144,6 +144,35 @@ async def test_failing_and_slow_plugins_fail_only_their_gang() -> None:
         assert env.scheduler.cycle.plugin_failures["Exploding"] >= 1
 
 
+async def test_a_static_filter_that_raises_fails_only_its_gang() -> None:
+    profile = {
+        "scheduler_name": "gang-scheduler",
+        "plugins": {"enabled": [{"name": "ExplodingStatic"}]},
+    }
+    async with gang_env(
+        "2:gpu=8", plugin_paths=[f"{TEST_PLUGINS}:ExplodingStatic"], profiles=[profile]
+    ) as env:
+        api = env.api
+        bomb = gang_pod("bomb", None, gpu=1)
+        bomb["spec"]["tolerations"] = [{"key": "explode", "operator": "Exists"}]
+        await api.create_pods([bomb, gang_pod("fine", None, gpu=1)])
+
+        async def reported() -> bool:
+            return any(
+                "plugin ExplodingStatic failed at Filter: RuntimeError: static boom" in e["message"]
+                for e in await api.events()
+            )
+
+        await eventually(reported)
+
+        async def fine_bound() -> bool:
+            return "fine" in await api.bound()
+
+        await eventually(fine_bound)
+        assert "bomb" not in await api.bound()
+        assert env.scheduler.cycle.plugin_failures["ExplodingStatic"] >= 1
+
+
 async def test_plugin_over_its_budget_is_named() -> None:
     profile = {
         "scheduler_name": "gang-scheduler",
