@@ -198,7 +198,7 @@ class GangScheduler:
         self.cycle.disrupted(gang, why)
 
     def _bound(self, gang: Gang, key: Key, node: str) -> None:
-        last_in_flight = gang.binding <= {key}
+        last_in_flight = gang.binding <= gang.bound_unseen | {key}
         if gang.waiting_since is not None and last_in_flight and not gang.pending():
             loop = asyncio.get_running_loop()
             self.stats.time_to_full_gang.observe(loop.time() - gang.waiting_since)

@@ -5,6 +5,10 @@ of one member never releases the others (a binding cannot be undone, so all-or-n
 decided before the first POST). Each member is bound by its own task under a global
 concurrency bound and the client's QPS limit, and retried with backoff on transient errors.
 
+A member whose binding succeeded stays in ``gang.binding`` (and ``gang.bound_unseen``) until
+the informer shows it bound: until then the cache holds it as assumed, and nothing may release,
+re-plan or POST it again.
+
 Outcomes of one POST, as the recorded apiserver answers them:
 - 201: done.
 - 409 "already assigned": read the pod; on the node we chose it is done (our earlier attempt
@@ -147,7 +151,8 @@ class Binder:
                     )
                     await asyncio.sleep(delay)
         finally:
-            gang.binding.discard(key)
+            if key not in gang.bound_unseen:  # else it stays committed until the informer says
+                gang.binding.discard(key)
 
     async def _settled(self, gang: Gang, key: Key, node: str, err: KubeError) -> bool:
         """True when ``err`` ends this member's binding one way or another."""
@@ -175,6 +180,9 @@ class Binder:
         self.state.reporter.pod_event(key, pod.uid if pod else "", kind, reason, message)
 
     def _done(self, gang: Gang, key: Key, node: str) -> None:
+        member = gang.members.get(key)
+        if member is not None and not member.assigned:  # the informer has not shown it yet
+            gang.bound_unseen.add(key)
         self.bound += 1
         self._event(
             gang, key, "Normal", "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {node}"

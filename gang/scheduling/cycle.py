@@ -101,16 +101,24 @@ class Cycle:
             self._restore(gang, held)
             self._fail(gang, pending, str(err))
             return BACKOFF
-        if outcome is not None:
+        if isinstance(outcome, str):
             self._restore(gang, held)
             self._fail(gang, pending, outcome)
             return UNSCHEDULABLE
         self.permit(gang)
         self.state.reporter.gang_changed(gang)
-        return SCHEDULED
+        # members beyond the quorum that did not fit wait, like any pod, for room to free up
+        left: dict[str, list[PodInfo]] = {}
+        for pod in gang.pending():
+            if pod.key in outcome.unplaced:
+                left.setdefault(outcome.unplaced[pod.key], []).append(pod)
+        for message, pods in left.items():
+            self._fail(gang, pods, message)
+        return UNSCHEDULABLE if left else SCHEDULED
 
-    def _schedule(self, gang: Gang, pending: list[PodInfo], held: Held) -> str | None:
-        """PreFilter → PreScore → Filter/Score/assign → Reserve; a failure message, or None."""
+    def _schedule(self, gang: Gang, pending: list[PodInfo], held: Held) -> str | Placement:
+        """PreFilter → PreScore → Filter/Score/assign → Reserve: a failure message, or the
+        placement reserved."""
         profile = self._profile(gang)
         budget = profile.budgets.sync
         required = max(0, gang.min_member - gang.placed())
@@ -139,7 +147,8 @@ class Cycle:
                     or message
                 )
             return message
-        return self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
+        refusal = self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
+        return result if refusal is None else refusal
 
     def _reserve(
         self,

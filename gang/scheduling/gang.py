@@ -15,6 +15,9 @@ same cycle, and are never bound.
 
 Invariant: a key is in ``reserved`` only while the API shows the pod unassigned; the moment
 the informer reports it bound, it leaves ``reserved`` (the cache turns ASSUMED into BOUND).
+A member past Permit is in ``binding`` from its first POST until the informer shows it bound
+(or it is forgotten): its binding may already have succeeded (``bound_unseen``), so it is never
+unreserved, re-planned or POSTed again while the confirming watch event is on its way.
 """
 
 from __future__ import annotations
@@ -56,7 +59,10 @@ class Gang:
     reserved: dict[Key, str] = field(default_factory=dict)
     #: reservations held for members not created yet: placeholder key → (its shape, node)
     placeholders: dict[Key, tuple[PodInfo, str]] = field(default_factory=dict)
+    #: members past Permit whose binding is in flight or succeeded but not yet seen bound
     binding: set[Key] = field(default_factory=set)
+    #: the part of ``binding`` whose binding succeeded (201, or a 409 naming our node)
+    bound_unseen: set[Key] = field(default_factory=set)
     #: loop time the gang first had a member waiting (for time-to-full-gang); None when none
     waiting_since: float | None = None
     #: Permit: loop time the quorum wait ends, and the timer that releases the reservations
@@ -83,6 +89,12 @@ class Gang:
     @property
     def timeout(self) -> float | None:
         return self.podgroup.schedule_timeout_seconds if self.podgroup is not None else None
+
+    def bound_seen(self, key: Key) -> None:
+        """The informer showed member ``key`` bound (or it left): its binding is over."""
+        self.reserved.pop(key, None)
+        self.binding.discard(key)
+        self.bound_unseen.discard(key)
 
     def placeholder(self, template: PodInfo, index: int) -> PodInfo:
         """A stand-in for a member not created yet, shaped like ``template``. Its name cannot

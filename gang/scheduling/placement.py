@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,8 @@ ROW_SCORE_MEMO = 65_536
 @dataclass(frozen=True, slots=True)
 class Placement:
     assignments: dict[Key, str]  # pod key → node name
+    #: members beyond the needed ones that did not fit → why (kube-scheduler's FitError words)
+    unplaced: dict[Key, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,13 +236,14 @@ class Placer:
         if isinstance(attempt, Unplaceable):
             return attempt
         used = {int(self._domains[row]) for row in attempt.values()} | anchor_domains
-        for (
-            pod
-        ) in extras:  # best effort, each on its own: a smaller one may fit where a bigger did not
+        unplaced: dict[Key, str] = {}
+        for pod in extras:  # best effort, each on its own: a smaller one may fit where a bigger
             extra = self._greedy(snap, snap.free, [pod], vectors, None, used, ports)
-            if not isinstance(extra, Unplaceable):
+            if isinstance(extra, Unplaceable):
+                unplaced[pod.key] = extra.message
+            else:
                 attempt.update(extra)
-        return Placement({key: snap.names[row] for key, row in attempt.items()})
+        return Placement({key: snap.names[row] for key, row in attempt.items()}, unplaced)
 
     def evaluate(self, snap: Snapshot, pod: PodInfo) -> Evaluation:
         """Filter and score one pod on every node of ``snap`` (nothing is consumed)."""

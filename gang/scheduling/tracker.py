@@ -134,7 +134,7 @@ class ClusterState:
         gang.members[info.key] = info
         self._gang_of[info.key] = key
         if info.assigned:
-            gang.reserved.pop(info.key, None)
+            gang.bound_seen(info.key)
         if info.deleting and info.key in gang.reserved:
             self._unreserve_member(gang, info.key)
             gang.member_left = True
@@ -171,6 +171,8 @@ class ClusterState:
         if gang is None:
             return
         gang.members.pop(pod, None)
+        gang.binding.discard(pod)  # gone: a bind in flight for it ends with a 404
+        gang.bound_unseen.discard(pod)
         if pod in gang.reserved:
             self._unreserve_member(gang, pod)
             gang.member_left = True

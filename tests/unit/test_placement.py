@@ -133,9 +133,17 @@ def test_extras_are_placed_only_if_they_fit() -> None:
     assert sorted(result.values()) == ["n0", "n1"]
     # equal members are taken by name: the first two are the needed ones
     assert set(result) == {key("w0"), key("w1")}
+    outcome = place(
+        cluster(make_node("n0", extra={GPU: 1}), make_node("n1", extra={GPU: 1})), pods, 2
+    )
+    assert isinstance(outcome, Placement)
+    assert set(outcome.unplaced) == {key("w2"), key("w3")}  # each with kube-scheduler's reason
+    assert all("0/2 nodes are available" in why for why in outcome.unplaced.values())
 
     roomy = cluster(*(make_node(f"n{i}", extra={GPU: 1}) for i in range(4)))
     assert len(placed(place(roomy, pods, need=2))) == 4
+    full = place(roomy, pods, need=2)
+    assert isinstance(full, Placement) and full.unplaced == {}
 
 
 def test_need_zero_places_whatever_fits() -> None:
