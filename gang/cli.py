@@ -209,7 +209,14 @@ def _extender_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ext.add_argument(
         "--enable-bind",
         action="store_true",
-        help="serve the bind verb: bind pods through pods/binding",
+        help="serve the bind verb: bind pods through pods/binding (needs --token-file or "
+        "--tls-client-ca, or --allow-unauthenticated-bind)",
+    )
+    ext.add_argument(
+        "--allow-unauthenticated-bind",
+        action="store_true",
+        help="serve --enable-bind without authenticating callers; only for a listener nothing "
+        "else can reach (127.0.0.1 in kube-scheduler's pod)",
     )
     ext.add_argument(
         "--token-file", type=Path, help="require 'Authorization: Bearer <file content>'"
@@ -234,7 +241,11 @@ def _extender_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 async def _extender(args: argparse.Namespace) -> int:
     from gang.app.logs import configure_logging
     from gang.extender.process import ExtenderProcess
-    from gang.extender.server import ExtenderConfig, server_ssl_context
+    from gang.extender.server import (
+        ExtenderConfig,
+        bind_authentication_problem,
+        server_ssl_context,
+    )
 
     def fail(message: str) -> int:
         print(f"gang extender: {message}", file=sys.stderr)
@@ -248,6 +259,8 @@ async def _extender(args: argparse.Namespace) -> int:
         return fail("--tls-cert and --tls-key go together")
     if args.tls_client_ca is not None and args.tls_cert is None:
         return fail("--tls-client-ca needs --tls-cert and --tls-key")
+    if args.allow_unauthenticated_bind and not args.enable_bind:
+        return fail("--allow-unauthenticated-bind only applies with --enable-bind")
     token = None
     if args.token_file is not None:
         try:
@@ -289,6 +302,7 @@ async def _extender(args: argparse.Namespace) -> int:
     extender_config = ExtenderConfig(
         prefix=args.prefix,
         enable_bind=args.enable_bind,
+        allow_unauthenticated_bind=args.allow_unauthenticated_bind,
         token=token,
         max_body_bytes=args.max_body_bytes,
         profile=profile,
@@ -297,6 +311,9 @@ async def _extender(args: argparse.Namespace) -> int:
         extender_config = dataclasses.replace(
             extender_config, weights=weights, topology_key=topology_key
         )
+    problem = bind_authentication_problem(extender_config, ssl_context)
+    if problem is not None:
+        return fail(f"--enable-bind: {problem}")
     process = ExtenderProcess(
         extender_config,
         host=args.host,
@@ -406,6 +423,75 @@ def _bench(args: argparse.Namespace) -> int:
     return 0 if all(r.invariants_hold for r in results) else 1
 
 
+def _chaos_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chaos = sub.add_parser(
+        "chaos",
+        help="run the scheduler through seeded faults and check its invariants",
+        description="Runs `gang run` against an embedded simulator while the apiserver is slow, "
+        "throttles, fails, cuts and drops watch events, expires history and restarts, and the "
+        "scheduler is SIGKILLed and restarted; then all faults stop and the run must settle with "
+        "no partial gang, no over-committed node, no pod bound twice and no fitting gang unbound.",
+    )
+    chaos.add_argument("--seed", type=int, default=1, help="first seed (default: %(default)s)")
+    chaos.add_argument(
+        "--duration", type=float, default=25.0, help="seconds of faults per run (%(default)s)"
+    )
+    chaos.add_argument("--runs", type=int, default=1, help="runs, with seeds SEED, SEED+1, ...")
+    chaos.add_argument(
+        "--mode",
+        choices=["full", "crash"],
+        default="full",
+        help="full: every fault knob; crash: only scheduler SIGKILL + restart (%(default)s)",
+    )
+    chaos.add_argument(
+        "--settle", type=float, default=30.0, help="longest settle after the faults (seconds)"
+    )
+    chaos.add_argument(
+        "--nodes",
+        default="12:gpu=8,cpu=32,memory=128Gi,zones=3",
+        help="node pools of the simulated cluster (default: %(default)s)",
+    )
+    chaos.add_argument("--gangs", type=int, default=24, help="gangs in the workload")
+    chaos.add_argument("--log-dir", type=Path, help="keep the scheduler's logs here")
+    chaos.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        default="WARNING",
+        help="the scheduler's log level (default: %(default)s)",
+    )
+    chaos.add_argument("--quiet", action="store_true", help="report only failed runs")
+
+
+def _chaos(args: argparse.Namespace) -> int:
+    from gang.bench.chaos import run_many, summary
+    from gang.bench.chaosplan import ChaosConfig
+
+    if args.runs < 1 or args.duration <= 0 or args.settle <= 0 or args.gangs < 1:
+        print(
+            "gang chaos: --runs, --duration, --settle and --gangs must be positive", file=sys.stderr
+        )
+        return 2
+    if args.log_dir is not None:
+        args.log_dir.mkdir(parents=True, exist_ok=True)
+    config = ChaosConfig(
+        seed=args.seed,
+        duration=args.duration,
+        mode=args.mode,
+        settle=args.settle,
+        nodes=args.nodes,
+        gangs=args.gangs,
+    )
+    try:
+        results = run_many(
+            config, args.runs, args.log_dir, quiet=args.quiet, log_level=args.log_level
+        )
+    except KeyboardInterrupt:
+        print("gang chaos: interrupted", file=sys.stderr)
+        return 130
+    print(summary(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gang", description="A gang scheduler for Kubernetes.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -416,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     _bench_parser(sub)
     _sim_serve_parser(sub)
     _extender_parser(sub)
+    _chaos_parser(sub)
     return parser
 
 
@@ -439,6 +526,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_sim_serve(args))
     if args.command == "extender":
         return asyncio.run(_extender(args))
+    if args.command == "chaos":
+        return _chaos(args)
     parser.print_help()
     return 2
 

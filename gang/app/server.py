@@ -2,7 +2,9 @@
 
 Read-only by design: nothing served here can change cluster state, so it needs no
 authentication (Kubernetes probes and Prometheus scrape it without credentials). It answers
-GET/HEAD only, accepts no request bodies, and never shows credentials.
+GET/HEAD only (any other method is 405, its body unread), never shows credentials, and never
+reads more than ``MAX_REQUEST_BYTES`` of a request body: a GET needs none, so a body is read up
+to that limit and ignored, and a larger one is a 413 (unread when its length is declared).
 
 - ``/healthz``: the event loop is alive (liveness).
 - ``/readyz``: 200 when this replica is doing its job — the leader once its informers have
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -25,7 +27,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from gang.app.scheduler import GangScheduler
 
+#: the largest request body accepted (and ignored): no endpoint here takes one
 MAX_REQUEST_BYTES = 1024
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def gang_report(scheduler: GangScheduler) -> list[dict[str, Any]]:
@@ -86,6 +92,27 @@ def _html(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _too_large() -> web.Response:
+    return web.Response(
+        status=413, text=f"request body over the limit of {MAX_REQUEST_BYTES} bytes\n"
+    )
+
+
+@web.middleware
+async def _bounded_bodies(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A body sent with a GET is read (up to the limit) and ignored; a larger one is a 413.
+    Other methods reach the router's 405 without their body being read at all."""
+    if request.method in READ_METHODS and request.body_exists:
+        length = request.content_length
+        if length is not None and length > MAX_REQUEST_BYTES:
+            return _too_large()
+        try:
+            await request.read()
+        except web.HTTPRequestEntityTooLarge:  # chunked, no declared length
+            return _too_large()
+    return await handler(request)
+
+
 class StatusServer:
     def __init__(
         self,
@@ -100,7 +127,7 @@ class StatusServer:
         self.port = 0
 
     def make_app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[_bounded_bodies])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)

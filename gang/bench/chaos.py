@@ -24,6 +24,7 @@ import functools
 import logging
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,8 @@ class ChaosResult:
     pods_bound_twice: int = 0
     settle_seconds: float = 0.0
     log_tail: str = ""
+    #: seconds since the start → what happened (kills, starts, restarts, binding conflicts)
+    timeline: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -105,10 +108,12 @@ class ChaosResult:
             f"nodes, {self.double_binds} double binds, {self.pods_bound_twice} pods bound twice, "
             f"{len(v.fitting_unbound)} fitting gangs unbound; settled in {self.settle_seconds:.1f}s"
         )
+        stranded = len(v.stranded_members)
         lines = [
             head,
             f"  workload: {self.plan}; {self.gangs_deleted} gangs deleted, {self.bindings} "
-            f"bindings, {self.repeated_binds} repeated binds after a lost answer",
+            f"bindings, {self.repeated_binds} repeated binding POSTs (409, same node), "
+            f"{stranded} gangs with a fitting member beyond the quorum left pending",
             f"  scheduler: {self.kills} SIGKILLs ({self.mid_gang_kills} mid-gang), "
             f"{self.scheduler_starts} starts, {len(self.unexpected_exits)} unexpected exits",
             f"  apiserver: {f.restarts} restarts, {f.watches_cut} watches cut, "
@@ -116,19 +121,25 @@ class ChaosResult:
             f"{f.server_errors} errors (500), {f.events_dropped} watch events dropped, "
             f"{f.delayed} requests delayed, {f.watches_opened} watches opened",
         ]
-        problems = v.partial_gangs + v.overcommitted_nodes + v.fitting_unbound
+        problems = v.partial_gangs + v.overcommitted_nodes + v.fitting_unbound + v.stranded_members
         if problems:
             lines.append("  problems: " + "; ".join(problems[:10]))
         if self.unexpected_exits:
             lines.append(f"  scheduler exits (codes {self.unexpected_exits}); log tail:")
         if not self.ok and self.log_tail:
             lines += ["    " + line for line in self.log_tail.splitlines()]
+        if not self.ok or self.repeated_binds:
+            lines.append("  timeline:")
+            lines += [f"    {at:7.3f}s {what}" for at, what in self.timeline]
         return "\n".join(lines)
 
 
 class ChaosRun:
-    def __init__(self, config: ChaosConfig, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, config: ChaosConfig, log_dir: Path | None = None, log_level: str = "WARNING"
+    ) -> None:
         self.config = config
+        self.log_level = log_level
         self.plan: ChaosPlan = make_plan(config)
         self.log_dir = log_dir
         self.in_chaos = False
@@ -142,6 +153,8 @@ class ChaosRun:
         self._sim_restart: asyncio.Task[None] | None = None
         self._cluster: SimCluster | None = None
         self._scheduler: SchedulerProcess | None = None
+        self._marks: list[tuple[float, str]] = []
+        self._started_at = 0.0
 
     @property
     def cluster(self) -> SimCluster:
@@ -169,11 +182,16 @@ class ChaosRun:
             ) as cluster:
                 self._cluster = cluster
                 self._scheduler = SchedulerProcess(
-                    cluster.kubeconfig_path, env=SCHEDULER_ENV, log_path=log_path
+                    cluster.kubeconfig_path,
+                    env=SCHEDULER_ENV,
+                    log_path=log_path,
+                    args=("--port", "0", "--log-level", self.log_level),
                 )
+                self._started_at = time.monotonic()
                 self._setup()
                 cluster.store.add_listener(self._on_commit)
                 try:
+                    self.in_chaos = True
                     await self._start_scheduler()
                     await self._chaos()
                     settle = await self._settle()
@@ -214,7 +232,6 @@ class ChaosRun:
         ]
         timeline += [(a.at, functools.partial(self._act, a)) for a in self.plan.actions]
         timeline.sort(key=lambda item: item[0])
-        self.in_chaos = True
         for at, do in timeline:
             while loop.time() - start < at:
                 await self._supervise()
@@ -231,6 +248,7 @@ class ChaosRun:
             self._kill(action.downtime)
         elif action.kind == RESTART_SIM:
             if self._sim_restart is None or self._sim_restart.done():
+                self._mark(f"apiserver restart, down {action.downtime:g}s")
                 self._sim_restart = self._spawn(cluster.restart_server(action.downtime))
         elif action.kind == CUT_WATCHES:
             cluster.drop_watches()
@@ -273,13 +291,16 @@ class ChaosRun:
     async def _start_scheduler(self) -> None:
         scheduler = self.scheduler
         await scheduler.start()
+        self._mark(f"scheduler started (pid {scheduler.pid})")
         self._bindings_since_start = 0
         index = scheduler.starts - 1
         triggers = self.plan.kill_at_binding
         self._kill_trigger = triggers[index % len(triggers)] if self.in_chaos else None
 
     def _kill(self, downtime: float) -> None:
+        pid = self.scheduler.pid
         if self.in_chaos and self.scheduler.kill():
+            self._mark(f"SIGKILL scheduler (pid {pid}), down {downtime:g}s")
             self._kill_trigger = None
             self._spawn(self._restart_after(downtime))
 
@@ -312,6 +333,9 @@ class ChaosRun:
         if gang is not None and self._bound(gang.name) < gang.size:
             self.mid_gang_kills += 1
         self._kill(trigger[1])
+
+    def _mark(self, what: str) -> None:
+        self._marks.append((time.monotonic(), what))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
@@ -356,6 +380,11 @@ class ChaosRun:
 
     def _result(self, settle: float, log_tail: str) -> ChaosResult:
         audit, scheduler = self.cluster.audit, self.scheduler
+        marks = self._marks + [
+            (c.at, f"409 binding {c.pod[1]} to {c.target}: already on {c.bound_to}")
+            for c in audit.conflicts
+        ]
+        timeline = [(at - self._started_at, what) for at, what in sorted(marks)]
         return ChaosResult(
             config=self.config,
             plan=self.plan.describe(),
@@ -372,11 +401,14 @@ class ChaosRun:
             pods_bound_twice=sum(1 for n in audit.bindings_accepted.values() if n > 1),
             settle_seconds=settle,
             log_tail=log_tail,
+            timeline=timeline,
         )
 
 
-async def run_chaos(config: ChaosConfig, log_dir: Path | None = None) -> ChaosResult:
-    return await ChaosRun(config, log_dir).run()
+async def run_chaos(
+    config: ChaosConfig, log_dir: Path | None = None, log_level: str = "WARNING"
+) -> ChaosResult:
+    return await ChaosRun(config, log_dir, log_level).run()
 
 
 def summary(results: list[ChaosResult]) -> str:
@@ -396,7 +428,10 @@ def summary(results: list[ChaosResult]) -> str:
         f"{sum(r.double_binds for r in results)} double binds, "
         f"{sum(r.pods_bound_twice for r in results)} pods bound twice, "
         f"{sum(len(r.verdict.fitting_unbound) for r in results)} fitting gangs left unbound, "
-        f"{sum(len(r.unexpected_exits) for r in results)} unexpected scheduler exits.\n"
+        f"{sum(len(r.unexpected_exits) for r in results)} unexpected scheduler exits. "
+        f"Findings: {sum(r.repeated_binds for r in results)} repeated binding POSTs (409, same "
+        f"node), {sum(len(r.verdict.stranded_members) for r in results)} gangs with a fitting "
+        "member beyond the quorum left pending.\n"
         f"Injected: {sum(r.kills for r in results)} scheduler SIGKILLs "
         f"({sum(r.mid_gang_kills for r in results)} mid-gang), {total.restarts} apiserver "
         f"restarts, {total.watches_cut} watches cut, {total.history_expiries} history expiries, "
@@ -407,14 +442,19 @@ def summary(results: list[ChaosResult]) -> str:
 
 
 def run_many(
-    config: ChaosConfig, runs: int, log_dir: Path | None = None, quiet: bool = False
+    config: ChaosConfig,
+    runs: int,
+    log_dir: Path | None = None,
+    quiet: bool = False,
+    log_level: str = "WARNING",
 ) -> list[ChaosResult]:
     """``runs`` runs with seeds ``config.seed``, ``config.seed + 1``, ... (one at a time)."""
     # a client SIGKILLed mid-request makes aiohttp log a traceback: expected here, not news
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     results = []
     for i in range(runs):
-        result = asyncio.run(run_chaos(dataclasses.replace(config, seed=config.seed + i), log_dir))
+        seeded = dataclasses.replace(config, seed=config.seed + i)
+        result = asyncio.run(run_chaos(seeded, log_dir, log_level))
         results.append(result)
         if not quiet or not result.ok:
             print(result.report(), flush=True, file=sys.stdout)

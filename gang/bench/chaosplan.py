@@ -7,8 +7,8 @@ Timing between processes is never exactly the same twice, but the same seed give
 plan, and the plan is printed with the result.
 
 Two modes: ``full`` turns on every fault knob of the simulator as well as scheduler kills;
-``crash`` only kills and restarts the scheduler (with a slow binding path, so kills fall
-between a gang's first and last binding).
+``crash`` only kills and restarts the scheduler (with up to 20 ms of jitter on requests and a
+20 ms slower binding path, so kills fall between a gang's first and last binding).
 """
 
 from __future__ import annotations
@@ -148,12 +148,12 @@ def make_plan(config: ChaosConfig) -> ChaosPlan:
         faults = Faults(
             latency=0.002,
             latency_jitter=0.01,
-            throttle_rate=0.03,
+            throttle_rate=0.05,
             retry_after_seconds=1,
-            error_rate=0.03,
+            error_rate=0.05,
             watch_drop_after=round(rng.uniform(2.0, 4.0), 3),
             binding_latency=0.01,
-            drop_event_rate=0.03,
+            drop_event_rate=0.05,
             seed=config.seed,
         )
     else:

@@ -3,8 +3,11 @@
 After any run (a benchmark, a chaos run, a test) the objects in the cluster must show:
 - all or nothing: every gang has no member bound, or at least ``minMember`` bound;
 - no node over-committed: the requests of its non-terminal pods (anyone's) fit its allocatable;
-- no gang starved with room: no unbound gang (and no unbound member of a gang past its quorum)
-  would fit in the capacity left free.
+- no gang starved with room: no gang short of its quorum would fit in the capacity left free.
+
+Members beyond a quorum that is already bound are reported apart (``stranded_members``): the
+gang is whole by its own definition, so leaving them Pending breaks no all-or-nothing promise,
+but a scheduler should still place them once they fit.
 
 The fit check is deliberately simple: it packs the gang's members (shaped like its first pending
 member) onto the schedulable, untainted nodes by resources alone, so it holds for workloads
@@ -43,8 +46,10 @@ class Verdict:
     pods_bound: int = 0
     partial_gangs: list[str] = field(default_factory=list)
     overcommitted_nodes: list[str] = field(default_factory=list)
-    #: unbound gangs (or unbound members of gangs past their quorum) that would fit
+    #: gangs short of their quorum that would fit the free capacity
     fitting_unbound: list[str] = field(default_factory=list)
+    #: gangs with their quorum bound and members beyond it pending that would fit
+    stranded_members: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -132,6 +137,10 @@ def judge(
         if need > len(gang.pending):
             continue  # the quorum does not exist (yet): nothing to schedule
         shape = gang.pending[0].requests
-        if sum(_members_fitting(left, shape) for left in room) >= need:
+        if sum(_members_fitting(left, shape) for left in room) < need:
+            continue
+        if gang.bound >= gang.min_member:
+            verdict.stranded_members.append(f"{gang.name} (a member beyond its quorum would fit)")
+        else:
             verdict.fitting_unbound.append(f"{gang.name} ({need} more would fit)")
     return verdict

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gang.extender.nodecache import NodeCache
-from gang.extender.server import DEFAULT_PORT, ExtenderConfig, ExtenderServer
+from gang.extender.server import (
+    DEFAULT_PORT,
+    ExtenderConfig,
+    ExtenderServer,
+    InsecureBindError,
+)
 from gang.kube.client import make_api_client
 from gang.kube.transport import Kube
 
@@ -51,6 +56,9 @@ class ExtenderProcess:
             except OSError as err:  # address in use, no such interface
                 log.error("gang extender: cannot listen on %s:%d: %s", self.host, self.port, err)
                 return 1
+            except InsecureBindError as err:
+                log.error("gang extender: %s", err)
+                return 2
             scheme = "https" if self.ssl_context is not None else "http"
             log.info(
                 "gang extender serving %s://%s:%d%s/{filter,prioritize%s} (%s)",

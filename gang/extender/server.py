@@ -11,7 +11,10 @@ Score plugins. This server answers three verbs under ``prefix`` (default ``/gang
 - ``prioritize`` (ExtenderArgs → HostPriorityList): gang's Score for every node, mapped onto
   kube-scheduler's 0..10 (see ``gang.extender.judge``); 0 for a node gang's filters reject.
 - ``bind`` (ExtenderBindingArgs → ExtenderBindingResult): off unless enabled (``enable_bind``);
-  then the pod is bound through ``pods/binding``.
+  then the pod is bound through ``pods/binding``. Binding changes cluster state, so a server
+  with bind enabled refuses to start unless its callers are authenticated — a bearer token, or
+  TLS requiring client certificates — or ``allow_unauthenticated_bind`` says the listener is
+  otherwise protected (``--allow-unauthenticated-bind``: loopback in kube-scheduler's pod).
 
 Where the nodes come from:
 
@@ -35,8 +38,10 @@ Errors, as the protocol has them: kube-scheduler reads an answer only on HTTP 20
 that parses but cannot be judged (a pod gang cannot read, node names without a node cache, a
 failing plugin) gets 200 with ``Error`` set from filter, 422 (503 while the cache syncs) from
 prioritize (whose answer, a bare list, has no error field). Malformed JSON and missing fields
-are 400, bodies over ``max_body_bytes`` 413, a missing or wrong bearer token 401, anything
-unexpected 500 — each with a JSON ``{"Error": message}`` body, and the server keeps serving.
+are 400, bodies over ``max_body_bytes`` 413 (on any path: ``/healthz`` and ``/readyz`` ignore a
+body, but not an oversized one), a missing or wrong bearer token 401, anything unexpected 500 —
+each with a JSON ``{"Error": message}`` body, and the server keeps serving. The token is
+compared in constant time and never logged.
 
 The bearer token guards the verbs when something can send it (a proxy, a test client):
 kube-scheduler's extender client has no option to send one. With kube-scheduler, listen on
@@ -94,8 +99,12 @@ class ExtenderConfig:
     prefix: str = DEFAULT_PREFIX
     #: serve the bind verb (kube-scheduler then leaves binding the pods it sends us to us)
     enable_bind: bool = False
-    #: require ``Authorization: Bearer <token>`` on the verbs
-    token: str | None = None
+    #: require ``Authorization: Bearer <token>`` on the verbs (kept out of the repr: no log
+    #: line that prints the configuration can leak it)
+    token: str | None = field(default=None, repr=False)
+    #: serve bind without authentication (no token, no client certificates); only for a
+    #: listener nothing else can reach
+    allow_unauthenticated_bind: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     topology_key: str = ZONE_LABEL
@@ -113,6 +122,27 @@ class ExtenderConfig:
             raise ValueError("max_body_bytes must be at least 1")
         if self.token is not None and not self.token:
             raise ValueError("the bearer token must not be empty")
+
+
+class InsecureBindError(ValueError):
+    """Bind is enabled but nothing authenticates the callers who could use it."""
+
+
+def bind_authentication_problem(
+    config: ExtenderConfig, ssl_context: ssl.SSLContext | None
+) -> str | None:
+    """Why serving ``config`` on a listener with ``ssl_context`` would expose an unauthenticated
+    verb that mutates cluster state; None when it would not."""
+    if not config.enable_bind or config.allow_unauthenticated_bind or config.token is not None:
+        return None
+    if ssl_context is not None and ssl_context.verify_mode == ssl.CERT_REQUIRED:
+        return None
+    return (
+        "the bind verb creates pods/binding, so its callers must be authenticated: "
+        "give --token-file, or --tls-cert/--tls-key with --tls-client-ca (kube-scheduler's "
+        "client certificate); on a listener nothing else can reach (127.0.0.1 in "
+        "kube-scheduler's pod) --allow-unauthenticated-bind accepts the risk"
+    )
 
 
 def normalize_prefix(prefix: str) -> str:
@@ -192,6 +222,10 @@ class ExtenderServer:
         return app
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        """Listen; raises :class:`InsecureBindError` for bind without authentication."""
+        problem = bind_authentication_problem(self.config, ssl_context)
+        if problem is not None:
+            raise InsecureBindError(problem)
         runner = web.AppRunner(self.make_app(), handle_signals=False, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
@@ -211,7 +245,10 @@ class ExtenderServer:
             verb = request.path.rsplit("/", 1)[-1]
             verb = verb if verb in VERBS or f"/{verb}" in OPEN_PATHS else "other"
             start = time.perf_counter()
+            limit = self.config.max_body_bytes
             try:
+                if request.content_length is not None and request.content_length > limit:
+                    raise RequestError(413, f"request body over the limit of {limit} bytes")
                 response = await handler(request)
             except RequestError as err:
                 response = _error(err.status, err.message)
@@ -309,7 +346,8 @@ class ExtenderServer:
             cache, names = cache_of_nodes(items)
             raw: dict[str, Any] = {}
             for obj in items:
-                name = (obj.get("metadata") or {}).get("name")
+                meta = obj.get("metadata")
+                name = meta.get("name") if isinstance(meta, dict) else None
                 if isinstance(name, str):
                     raw.setdefault(name, obj)
             placer = self.config.placer(cache.index)

@@ -5,7 +5,8 @@ Everything the scheduler knows comes through here, so the contract is strict:
   derived by comparing with what was known — a relist never double-counts);
 - a watch resumes from the last resourceVersion seen (events or BOOKMARKs), so a clean end of
   stream (timeoutSeconds, a load balancer cut) loses nothing;
-- an in-stream 410 Expired, or a broken stream or failed request, leads to a fresh list;
+- an in-stream 410 Expired, or a broken stream or failed request, leads to a fresh list (after
+  backoff, and never sooner than a 429's ``Retry-After``);
 - every ``resync_period`` the informer relists anyway, repairing any drift a bug or a missed
   event could have left.
 
@@ -74,6 +75,8 @@ class Informer:
             except KubeError as err:
                 failures += 1
                 delay = backoff_delay(min(failures, 6), initial=0.2, cap=5.0)
+                if err.retry_after is not None:  # a throttled watch or list: as the server asks
+                    delay = max(delay, err.retry_after)
                 log.warning("%s informer: %s; relisting in %.2fs", self.kind.name, err, delay)
                 await asyncio.sleep(delay)
 

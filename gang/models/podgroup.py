@@ -13,6 +13,7 @@ The field names and semantics are those of the Coscheduling plugin's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -94,6 +95,44 @@ def _describe(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
+
+
+def _is_rfc3339(value: Any) -> bool:
+    """A date-time the apiserver's ``format: date-time`` check accepts."""
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _status(value: Any) -> Mapping[str, Any]:
+    """The stored status, reduced to the shapes the status writer reads back and merges.
+
+    Anyone with ``podgroups/status`` rights can write anything there (and a CRD without a typed
+    status schema stores it as sent). A ``conditions`` that is not a list of objects must not
+    take the status writer down, and a malformed timestamp must not be carried into the status
+    it writes (the CRD would refuse that write, and every later one).
+    """
+    if not isinstance(value, Mapping):
+        return {}
+    status = dict(value)
+    conditions = status.pop("conditions", None)
+    if isinstance(conditions, list):
+        # a condition's lastTransitionTime is carried over while its status stays the same
+        status["conditions"] = [
+            c
+            for c in conditions
+            if isinstance(c, Mapping) and _is_rfc3339(c.get("lastTransitionTime"))
+        ]
+    if "scheduleStartTime" in status and not _is_rfc3339(status["scheduleStartTime"]):
+        del status["scheduleStartTime"]
+    return status
+
+
 def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
     """Raw PodGroup JSON → PodGroupInfo; an invalid spec yields ``error``, never an exception."""
     meta = raw.get("metadata")
@@ -103,14 +142,13 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
         rv = int(meta.get("resourceVersion") or 0)
     except (TypeError, ValueError):
         rv = 0
-    status = raw.get("status")
     base = PodGroupInfo(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         resource_version=rv,
         creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
-        status=status if isinstance(status, Mapping) else {},
+        status=_status(raw.get("status")),
     )
     spec = raw.get("spec")
     if not isinstance(spec, Mapping):

@@ -674,7 +674,11 @@ def _spec_of(obj: Obj) -> Any:
 
 
 def _node_ready(node: Obj) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or []
+    """Ready=True; False for a status of the wrong shape (this runs after the node is stored,
+    so it must not raise on what the untyped store kept)."""
+    status = node.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return isinstance(conditions, list) and any(
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions
     )

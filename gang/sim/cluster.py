@@ -29,6 +29,7 @@ import yaml
 from aiohttp import web
 
 from gang.sim.api import SimApi
+from gang.sim.audit import Audit
 from gang.sim.controllers import Controllers
 from gang.sim.faults import Faults
 from gang.sim.kubelet import Kubelet, KubeletConfig
@@ -75,8 +76,13 @@ class SimCluster:
         self.store = Store(history_size=history_size)
         self.api = SimApi(self.store, node_controller=node_controller)
         self.faults = faults or Faults()
+        #: binding POSTs per pod, conflicts, and (with ``record_requests``) every API request
+        self.audit = Audit()
         self.server = SimServer(
-            self.api, ServerConfig(token=token, bookmark_interval=bookmark_interval), self.faults
+            self.api,
+            ServerConfig(token=token, bookmark_interval=bookmark_interval),
+            self.faults,
+            self.audit,
         )
         self.host = host
         self.port = port

@@ -2,7 +2,8 @@
 
 A scheduler earns trust by surviving a flaky control plane: throttling (429 with Retry-After),
 transient 5xx, slow answers, load balancers that cut long watches, history compaction that
-forces relists, and whole-server restarts. Each knob here reproduces one of those; all draws come
+forces relists, whole-server restarts, a slow binding path, and watch caches that lose an event
+(only a periodic relist repairs that). Each knob here reproduces one of those; all draws come
 from one seeded RNG so a failing chaos run can be replayed. The knobs are plain attributes and
 may be changed while the simulator runs. Counters say what was injected, for test reports.
 """
@@ -25,6 +26,7 @@ class FaultCounts:
     watches_cut: int = 0
     history_expiries: int = 0
     restarts: int = 0
+    events_dropped: int = 0
 
 
 @dataclass(slots=True)
@@ -39,6 +41,12 @@ class Faults:
     error_rate: float = 0.0
     #: close every watch stream after this many seconds (a load balancer's idle cut).
     watch_drop_after: float | None = None
+    #: seconds added to every pods/binding POST on top of ``latency`` (a slow binding path
+    #: spreads a gang's bindings out in time, so a crash can fall between the first and last).
+    binding_latency: float = 0.0
+    #: probability that one watch event is silently not sent to one watcher; the stream goes
+    #: on, so the watcher never learns of the change until it lists again.
+    drop_event_rate: float = 0.0
     seed: int | None = None
     counts: FaultCounts = field(default_factory=FaultCounts)
     _rng: random.Random = field(init=False, repr=False)
@@ -50,11 +58,12 @@ class Faults:
         self.seed = seed
         self._rng = random.Random(seed)
 
-    def request_delay(self) -> float:
-        if self.latency <= 0 and self.latency_jitter <= 0:
+    def request_delay(self, binding: bool = False) -> float:
+        extra = self.binding_latency if binding else 0.0
+        if self.latency <= 0 and self.latency_jitter <= 0 and extra <= 0:
             return 0.0
         self.counts.delayed += 1
-        return self.latency + self._rng.uniform(0.0, self.latency_jitter)
+        return self.latency + extra + self._rng.uniform(0.0, self.latency_jitter)
 
     def injected_error(self) -> ApiError | None:
         if self.throttle_rate > 0 and self._rng.random() < self.throttle_rate:
@@ -65,5 +74,18 @@ class Faults:
             return errors.internal_error("injected fault")
         return None
 
+    def drop_event(self) -> bool:
+        """Whether to silently skip the next watch event for one watcher."""
+        if self.drop_event_rate > 0 and self._rng.random() < self.drop_event_rate:
+            self.counts.events_dropped += 1
+            return True
+        return False
+
     def note_watch_opened(self) -> None:
         self.counts.watches_opened += 1
+
+    def calm(self) -> None:
+        """Turn every knob off (the counters and the RNG stay): the control plane recovers."""
+        self.latency = self.latency_jitter = self.binding_latency = 0.0
+        self.throttle_rate = self.error_rate = self.drop_event_rate = 0.0
+        self.watch_drop_after = None

@@ -5,7 +5,8 @@ apiserver for the subset they use, so the shapes are the real ones: ``Status`` b
 ``XxxList`` with the list's resourceVersion, chunked watch streams of one JSON event per line,
 the in-stream ``ERROR`` 410 on a too-old resourceVersion, BOOKMARK events, server-side Tables
 for kubectl, and limit/continue paging. Everything stateful is delegated to ``SimApi``/``Store``;
-fault injection (``Faults``) wraps the API paths as a middleware.
+fault injection (``Faults``) wraps the API paths as a middleware, and ``Audit`` records requests
+and binding POSTs as evidence for tests.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aiohttp import web
 from gang import __version__
 from gang.sim import errors, tables
 from gang.sim.api import DeleteOptions, SimApi
+from gang.sim.audit import Audit
 from gang.sim.errors import ApiError
 from gang.sim.faults import Faults
 from gang.sim.resources import ResourceType
@@ -50,6 +52,8 @@ KUBE_VERSION = {
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's request size limit
 JSON = "application/json"
 _TRUE = ("1", "true", "True")
+_WRITES = frozenset({"POST", "PUT", "PATCH"})
+_TYPE_CONFUSION = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -132,20 +136,30 @@ class SimServer:
     """Builds the aiohttp application over one SimApi. A new app per (re)start; state persists."""
 
     def __init__(
-        self, api: SimApi, config: ServerConfig | None = None, faults: Faults | None = None
+        self,
+        api: SimApi,
+        config: ServerConfig | None = None,
+        faults: Faults | None = None,
+        audit: Audit | None = None,
     ) -> None:
         self.api = api
         self.store = api.store
         self.registry = api.registry
         self.config = config or ServerConfig()
         self.faults = faults or Faults()
+        self.audit = audit or Audit()
         self._pages = _Pages()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
 
     def make_app(self) -> web.Application:
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
-            middlewares=[self._error_middleware, self._auth_middleware, self._fault_middleware],
+            middlewares=[
+                self._audit_middleware,
+                self._error_middleware,
+                self._auth_middleware,
+                self._fault_middleware,
+            ],
         )
         app.router.add_get("/version", self._version)
         app.router.add_get("/version/", self._version)
@@ -160,6 +174,17 @@ class SimServer:
         return app
 
     # --- middlewares ---------------------------------------------------------------------
+
+    @web.middleware
+    async def _audit_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        record = None
+        if request.path.startswith("/api"):
+            watch = request.query.get("watch") in _TRUE
+            record = self.audit.request(request.method, request.path, watch)
+        response = await handler(request)
+        if record is not None:
+            record.status = response.status
+        return response
 
     @web.middleware
     async def _error_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -192,7 +217,8 @@ class SimServer:
     @web.middleware
     async def _fault_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.path.startswith("/api"):
-            delay = self.faults.request_delay()
+            binding = request.method == "POST" and request.path.endswith("/binding")
+            delay = self.faults.request_delay(binding)
             if delay > 0:
                 await asyncio.sleep(delay)
             injected = self.faults.injected_error()
@@ -308,48 +334,86 @@ class SimServer:
             return _json(parsed)
         target = self._target(*parsed)
         method = request.method
-        rt, name, sub = target.rt, target.name, target.subresource
+        rt, name = target.rt, target.name
         if method == "GET" and name is None:
             if request.query.get("watch") in _TRUE:
                 return await self._watch(request, target)
             return self._list(request, target)
+        if method not in _WRITES:
+            return await self._read_or_delete(request, target)
+        try:
+            return await self._write(request, target)
+        except _TYPE_CONFUSION as err:
+            # A real apiserver decodes a body into typed structs first, so a field of the
+            # wrong JSON type (a number for a list, a list for an object) is a 400 from the
+            # decoder. Here the untyped body reaches the registry logic, where such a mismatch
+            # surfaces as one of these exceptions, before anything is stored: the same 400.
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"{type(err).__name__}: {err}"
+            ) from None
+
+    async def _read_or_delete(self, request: web.Request, target: Target) -> web.StreamResponse:
+        rt, name = target.rt, target.name
+        if rt.plural == "bindings":
+            raise errors.method_not_allowed()
+        if request.method == "GET":
+            assert name is not None
+            return self._one(request, rt, self.api.get(rt, target.namespace, name))
+        if request.method != "DELETE":
+            raise errors.method_not_allowed()
+        if name is None:
+            return await self._delete_collection(request, target)
+        if target.subresource == "binding":
+            raise errors.method_not_allowed()
+        options = await self._delete_options(request)
+        return _json(self.api.delete(rt, target.namespace, name, options))
+
+    async def _write(self, request: web.Request, target: Target) -> web.StreamResponse:
+        """POST, PUT and PATCH: everything that takes an object from the request body."""
+        method = request.method
+        rt, name, sub = target.rt, target.name, target.subresource
         if rt.plural == "bindings":
             if method != "POST" or name is not None:
                 raise errors.method_not_allowed()
             assert target.namespace is not None
-            return _json(self.api.bind(target.namespace, None, await self._body(request, rt)), 201)
-        if method == "GET":
-            assert name is not None
-            return self._one(request, rt, self.api.get(rt, target.namespace, name))
+            return _json(self._bind(target.namespace, None, await self._body(request, rt)), 201)
         if method == "POST":
             if sub == "binding" and name is not None:
                 assert target.namespace is not None
                 body = await self._body(request, rt)
-                return _json(self.api.bind(target.namespace, name, body), 201)
+                return _json(self._bind(target.namespace, name, body), 201)
             if name is not None:
                 raise errors.method_not_allowed()
             return _json(self.api.create(rt, target.namespace, await self._body(request, rt)), 201)
-        if name is None:
-            if method == "DELETE":
-                return await self._delete_collection(request, target)
-            raise errors.method_not_allowed()
-        if sub == "binding":
+        if name is None or sub == "binding":
             raise errors.method_not_allowed()
         if method == "PUT":
             body = await self._body(request, rt)
             existed = self.store.get(rt.storage_key, target.namespace or "", name) is not None
             result = self.api.update(rt, target.namespace, name, body, sub)
             return _json(result, 200 if existed else 201)  # 201: created by the PUT
-        if method == "PATCH":
-            body = await self._body(request, rt)
-            ctype = request.headers.get("Content-Type", "")
-            return _json(self.api.patch(rt, target.namespace, name, ctype, body, sub))
-        if method == "DELETE":
-            result = self.api.delete(
-                rt, target.namespace, name, await self._delete_options(request)
-            )
-            return _json(result)
-        raise errors.method_not_allowed()
+        body = await self._body(request, rt)
+        ctype = request.headers.get("Content-Type", "")
+        return _json(self.api.patch(rt, target.namespace, name, ctype, body, sub))
+
+    def _bind(self, namespace: str, name: str | None, body: Any) -> dict[str, Any]:
+        """``SimApi.bind``, with the POST and its answer recorded in the audit trail."""
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        pod = name or (meta.get("name") if isinstance(meta, dict) else None)
+        if not isinstance(pod, str) or not pod:
+            return self.api.bind(namespace, name, body)  # malformed: the API says why
+        target = body.get("target")
+        node = target.get("name") if isinstance(target, dict) else None
+        current = self.store.get(self.api.rt_pods.storage_key, namespace, pod)
+        bound_to = str(((current or {}).get("spec") or {}).get("nodeName") or "")
+        try:
+            result = self.api.bind(namespace, name, body)
+        except ApiError as err:
+            self.audit.binding((namespace, pod), str(node or ""), bound_to, err.code)
+            raise
+        self.audit.binding((namespace, pod), str(node or ""), bound_to, 201)
+        return result
 
     async def _body(self, request: web.Request, rt: ResourceType) -> Any:
         raw = await request.read()
@@ -570,7 +634,7 @@ class SimServer:
                         ended = True
                         break
                     line = self._event_line(rt, event, matches)
-                    if line is not None:
+                    if line is not None and not self.faults.drop_event():
                         lines.append(line)
                 if lines:
                     await response.write(b"".join(lines))

@@ -154,14 +154,16 @@ class ClusterCache:
     def upsert_node(self, raw: Mapping[str, Any]) -> bool:
         """Add or update a node from its raw JSON. Returns True if the node is new or changed
         in a way that could make a waiting gang fit (capacity, labels, taints, schedulability)."""
-        name = str((raw.get("metadata") or {}).get("name") or "")
+        meta = raw.get("metadata")
+        name = str((meta.get("name") if isinstance(meta, Mapping) else None) or "")
         if not name:
             return False
-        status = raw.get("status") or {}
+        status = raw.get("status")
+        status = status if isinstance(status, Mapping) else {}
+        amounts = status.get("allocatable") or status.get("capacity")
         allocatable: dict[str, int] = {}
-        for resource, quantity in (
-            status.get("allocatable") or status.get("capacity") or {}
-        ).items():
+        # a status of the wrong shape counts as no resources: one odd node must not stop us
+        for resource, quantity in (amounts if isinstance(amounts, Mapping) else {}).items():
             try:
                 allocatable[str(resource)] = max(0, resource_units(str(resource), quantity))
             except QuantityError:

@@ -117,3 +117,41 @@ def test_docs_exist_and_name_no_registry() -> None:
     assert images
     assert all(registry_host(image) is None for image in images)
     assert "manifests/extender" in (ROOT / "README.md").read_text()
+
+
+def readme_containers() -> list[dict[str, Any]]:
+    """The containers the README's YAML blocks spell out for the extender."""
+    readme = (EXTENDER / "README.md").read_text()
+    containers = []
+    for block in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL):
+        doc = yaml.safe_load(block)
+        if isinstance(doc, list):
+            containers += [c for c in doc if isinstance(c, dict) and "image" in c]
+    return containers
+
+
+def test_the_documented_extender_container_is_hardened() -> None:
+    """What manifests/ requires of gang's own Deployment (tests/test_manifests.py), the
+    extender's documented container has too: non-root, read-only root, no capabilities, no
+    privilege escalation, the runtime's default seccomp profile."""
+    containers = readme_containers()
+    assert [c["name"] for c in containers] == ["gang-extender"]
+    for container in containers:
+        security = container["securityContext"]
+        assert security["runAsNonRoot"] is True
+        assert security["readOnlyRootFilesystem"] is True
+        assert security["allowPrivilegeEscalation"] is False
+        assert security["capabilities"] == {"drop": ["ALL"]}
+        assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert security.get("privileged", False) is False
+
+
+def test_docs_say_how_bind_is_authenticated() -> None:
+    readme = (EXTENDER / "README.md").read_text()
+    for flag in (
+        "--enable-bind",
+        "--tls-client-ca",
+        "--token-file",
+        "--allow-unauthenticated-bind",
+    ):
+        assert flag in readme
