@@ -5,7 +5,11 @@ Everything the scheduler knows comes through here, so the contract is strict:
   derived by comparing with what was known — a relist never double-counts);
 - a watch resumes from the last resourceVersion seen (events or BOOKMARKs), so a clean end of
   stream (timeoutSeconds, a load balancer cut) loses nothing;
-- an in-stream 410 Expired, or a broken stream or failed request, leads to a fresh list (after
+- a watch that is throttled (429), cannot connect or breaks mid-stream is re-opened from the
+  last resourceVersion after a backoff (never sooner than ``Retry-After``), as client-go's
+  reflector does: a relist of every object is the last thing an overloaded or restarting
+  apiserver needs, and the resumed watch either delivers what was missed or answers 410;
+- an in-stream 410 Expired, or any other failed request, leads to a fresh list (after
   backoff, and never sooner than a 429's ``Retry-After``);
 - every ``resync_period`` the informer relists anyway, repairing any drift a bug or a missed
   event could have left.
@@ -43,6 +47,11 @@ def object_key(obj: Obj) -> Key:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def _resumable(err: KubeError) -> bool:
+    """A watch failure that loses no event: throttled, or no (complete) answer at all."""
+    return err.status in (0, 429)
+
+
 class Informer:
     def __init__(
         self,
@@ -63,6 +72,8 @@ class Informer:
         self.resource_version = ""
         self.has_synced = asyncio.Event()
         self.relists = 0
+        #: watches re-opened from the last resourceVersion after a failure (no relist)
+        self.rewatches = 0
         self._clock = clock or asyncio.get_running_loop().time
 
     async def run(self) -> None:
@@ -100,13 +111,26 @@ class Informer:
     async def _watch_until_resync(self) -> None:
         """Watch (reconnecting on clean ends) until the resync is due; raise to force a relist."""
         resync_at = self._clock() + self.resync_period
+        failures = 0
         while True:
             remaining = resync_at - self._clock()
             if remaining <= 0:
                 return
             timeout = max(1, min(self.watch_timeout, int(remaining) + 1))
-            async for event in self.kube.watch(self.kind, self.resource_version, timeout):
-                self._apply(event)
+            try:
+                async for event in self.kube.watch(self.kind, self.resource_version, timeout):
+                    failures = 0
+                    self._apply(event)
+            except KubeError as err:
+                if not _resumable(err):
+                    raise
+                failures += 1
+                self.rewatches += 1
+                delay = backoff_delay(min(failures, 6), initial=0.2, cap=5.0)
+                if err.retry_after is not None:
+                    delay = max(delay, err.retry_after)
+                log.info("%s watch: %s; resuming in %.2fs", self.kind.name, err, delay)
+                await asyncio.sleep(delay)
 
     def _apply(self, event: Obj) -> None:
         kind = event.get("type")

@@ -111,6 +111,42 @@ async def test_an_informer_relists_no_sooner_than_retry_after() -> None:
             assert retried.at - refused.at >= RETRY_AFTER - EARLY, (refused, retried)
 
 
+async def test_a_throttled_or_broken_watch_resumes_without_a_relist() -> None:
+    """client-go's reflector semantics: a watch refused with 429, or cut, is re-opened from the
+    last resourceVersion (after Retry-After) and loses nothing; only a 410 costs a relist."""
+    faults = Faults()
+    async with SimCluster("2", faults=faults) as cluster:
+        cluster.audit.record_requests = True
+        api_client = await make_api_client(str(cluster.kubeconfig_path))
+        kube = Kube(api_client, max_retries=0)
+        handler = _Nodes()
+        informer = Informer(kube, NODES, handler, resync_period=60)
+        task = asyncio.create_task(informer.run())
+        try:
+            await asyncio.wait_for(informer.has_synced.wait(), 5)
+            faults.throttle_rate = 1.0
+            faults.retry_after_seconds = int(RETRY_AFTER)
+            cluster.drop_watches()
+            await until(lambda: faults.counts.throttled >= 2, 10, "two throttled watches")
+            cluster.add_nodes("1:prefix=late")  # while the watch is refused
+            faults.throttle_rate = 0.0
+            await until(lambda: len(handler.names) == 3, 10, "the late node seen")
+            cluster.drop_watches()
+            cluster.add_nodes("1:prefix=later")  # while the watch is being re-opened
+            await until(lambda: len(handler.names) == 4, 10, "the later node seen")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await kube.close()
+            await api_client.close()
+        assert informer.relists == 1 and informer.rewatches >= 2
+        lists = [r for r in cluster.audit.requests if r.path == "/api/v1/nodes" and not r.watch]
+        assert len(lists) == 1
+        for refused, retried in follow_ups(list(cluster.audit.requests)):
+            assert retried.at - refused.at >= RETRY_AFTER - EARLY, (refused, retried)
+
+
 async def test_the_scheduler_waits_out_retry_after_on_lists_watches_and_bindings() -> None:
     faults = Faults(
         seed=5, throttle_rate=0.25, retry_after_seconds=int(RETRY_AFTER), watch_drop_after=1.0
