@@ -61,6 +61,15 @@ def _sim_serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         help="close every watch stream after this many seconds",
     )
+    faults.add_argument(
+        "--drop-event-rate",
+        type=float,
+        default=0.0,
+        help="probability that a watch event is silently not sent (a relist repairs it)",
+    )
+    faults.add_argument(
+        "--binding-latency", type=float, default=0.0, help="seconds added per pods/binding"
+    )
     faults.add_argument("--seed", type=int, default=None, help="seed for the fault RNG")
 
 
@@ -80,6 +89,8 @@ async def _sim_serve(args: argparse.Namespace) -> int:
         error_rate=args.error_rate,
         throttle_rate=args.throttle_rate,
         watch_drop_after=args.watch_drop_after,
+        drop_event_rate=args.drop_event_rate,
+        binding_latency=args.binding_latency,
         seed=args.seed,
     )
     cluster = SimCluster(
