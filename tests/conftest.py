@@ -7,7 +7,8 @@ for the tests that check bytes and status codes exactly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
@@ -87,6 +88,18 @@ class Raw:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(read(), seconds)
         return events
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """Commands run in-process (``gang.cli.main``) configure logging: handlers on streams
+    pytest closes after the test. Every test gives the root logger back as it found it, so no
+    later test logs into a closed stream."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture
