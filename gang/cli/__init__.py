@@ -1,0 +1,62 @@
+"""The ``gang`` command: one entry point, a subcommand per job, a module per subcommand.
+
+``gang demo`` shows the product on an embedded simulated cluster; ``gang run`` is the scheduler
+(``run``); ``gang sim serve`` runs the Kubernetes API simulator on its own for what-if runs and
+for kubectl (``sim_serve``); ``gang extender`` serves gang's filters and scores to kube-scheduler
+as a scheduler extender (``extender``); ``gang bench`` and ``gang chaos`` measure and torture it
+(``bench``, ``chaos``). Subcommands import what they need lazily so ``gang --help`` stays
+instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from gang.cli import bench, chaos, extender, run, sim_serve
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gang", description="A gang scheduler for Kubernetes.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="run the demo on an embedded simulated cluster")
+    demo.add_argument("--nodes", default="16:gpu=8,zones=2", help="node pools for the demo cluster")
+    run.add_parser(sub)
+    bench.add_parser(sub)
+    sim_serve.add_parser(sub)
+    extender.add_parser(sub)
+    chaos.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from gang import __version__
+
+        print(__version__)
+        return 0
+    if args.command == "demo":
+        from gang.demo import run_demo
+
+        return asyncio.run(run_demo(args.nodes))
+    if args.command == "bench":
+        return bench.command(args)
+    if args.command == "run":
+        return asyncio.run(run.command(args))
+    if args.command == "sim":
+        return asyncio.run(sim_serve.command(args))
+    if args.command == "extender":
+        return asyncio.run(extender.command(args))
+    if args.command == "chaos":
+        return chaos.command(args)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

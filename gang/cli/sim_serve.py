@@ -1,0 +1,110 @@
+"""``gang sim serve``: the Kubernetes API simulator on its own, for kubectl, what-if runs and
+benchmarks, with its fault knobs on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sim = sub.add_parser("sim", help="the Kubernetes API simulator")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True)
+    serve = sim_sub.add_parser(
+        "serve",
+        help="serve a simulated cluster over HTTP and write a kubeconfig for it",
+        description="Serve a simulated Kubernetes API. Node pools: COUNT[:key=value,...] "
+        "separated by ';', e.g. '100:gpu=8,zones=4'. See gang/sim/nodespec.py.",
+    )
+    serve.add_argument(
+        "--nodes", default="8:gpu=8,zones=2", help="node pools (default: %(default)s)"
+    )
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8001)
+    serve.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=Path("gang-sim.kubeconfig"),
+        help="where to write the kubeconfig (default: %(default)s)",
+    )
+    serve.add_argument("--token", help="require this bearer token (written into the kubeconfig)")
+    serve.add_argument(
+        "--kubelet",
+        action="store_true",
+        help="run the kubelet stand-in: bound pods start and finish",
+    )
+    serve.add_argument(
+        "--history-size",
+        type=int,
+        default=10_000,
+        help="watch events retained per resource before 410 Expired",
+    )
+    serve.add_argument("--bookmark-interval", type=float, default=60.0)
+    faults = serve.add_argument_group("fault injection")
+    faults.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
+    faults.add_argument("--latency-jitter", type=float, default=0.0)
+    faults.add_argument("--error-rate", type=float, default=0.0, help="probability of a 500")
+    faults.add_argument("--throttle-rate", type=float, default=0.0, help="probability of a 429")
+    faults.add_argument(
+        "--watch-drop-after",
+        type=float,
+        default=None,
+        help="close every watch stream after this many seconds",
+    )
+    faults.add_argument(
+        "--drop-event-rate",
+        type=float,
+        default=0.0,
+        help="probability that a watch event is silently not sent (a relist repairs it)",
+    )
+    faults.add_argument(
+        "--binding-latency", type=float, default=0.0, help="seconds added per pods/binding"
+    )
+    faults.add_argument("--seed", type=int, default=None, help="seed for the fault RNG")
+
+
+async def command(args: argparse.Namespace) -> int:
+    from gang.sim.cluster import SimCluster
+    from gang.sim.faults import Faults
+    from gang.sim.nodespec import NodeSpecError, parse_pools
+
+    try:
+        pools = parse_pools(args.nodes)
+    except NodeSpecError as err:
+        print(f"gang sim serve: --nodes: {err}", file=sys.stderr)
+        return 2
+    faults = Faults(
+        latency=args.latency,
+        latency_jitter=args.latency_jitter,
+        error_rate=args.error_rate,
+        throttle_rate=args.throttle_rate,
+        watch_drop_after=args.watch_drop_after,
+        drop_event_rate=args.drop_event_rate,
+        binding_latency=args.binding_latency,
+        seed=args.seed,
+    )
+    cluster = SimCluster(
+        pools,
+        host=args.host,
+        port=args.port,
+        kubelet=args.kubelet,
+        faults=faults,
+        history_size=args.history_size,
+        bookmark_interval=args.bookmark_interval,
+        token=args.token,
+        kubeconfig_path=args.kubeconfig.resolve(),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with cluster:
+        nodes = cluster.store.count(cluster.api.rt_nodes.storage_key)
+        print(f"gang sim: serving {cluster.url} with {nodes} nodes", flush=True)
+        print(f"gang sim: kubeconfig written to {cluster.kubeconfig_path}", flush=True)
+        print(f"  kubectl --kubeconfig {cluster.kubeconfig_path} get nodes,pods -A", flush=True)
+        await stop.wait()
+    return 0
