@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -83,27 +84,35 @@ class _Nodes:
         pass
 
 
+@contextlib.asynccontextmanager
+async def node_informer(cluster: SimCluster) -> AsyncIterator[tuple[Informer, _Nodes]]:
+    """A nodes informer running against ``cluster`` with no retries of its own in the client,
+    so every retry seen at the server is the informer's."""
+    api_client = await make_api_client(str(cluster.kubeconfig_path))
+    kube = Kube(api_client, max_retries=0)
+    handler = _Nodes()
+    informer = Informer(kube, NODES, handler, resync_period=60)
+    task = asyncio.create_task(informer.run())
+    try:
+        yield informer, handler
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await kube.close()
+        await api_client.close()
+
+
 async def test_an_informer_relists_no_sooner_than_retry_after() -> None:
     """Lists and watches have no retry loop of their own: the informer's backoff must honour
     the server's Retry-After too (its own backoff would retry within 0.4 s)."""
     faults = Faults(throttle_rate=1.0, retry_after_seconds=int(RETRY_AFTER))
     async with SimCluster("3", faults=faults) as cluster:
         cluster.audit.record_requests = True
-        api_client = await make_api_client(str(cluster.kubeconfig_path))
-        kube = Kube(api_client, max_retries=0)
-        handler = _Nodes()
-        informer = Informer(kube, NODES, handler, resync_period=60)
-        task = asyncio.create_task(informer.run())
-        try:
+        async with node_informer(cluster) as (informer, handler):
             await until(lambda: faults.counts.throttled >= 3, 10, "three throttled lists")
             faults.throttle_rate = 0.0
             await asyncio.wait_for(informer.has_synced.wait(), 5)
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await kube.close()
-            await api_client.close()
         assert len(handler.names) == 3
         pairs = follow_ups(list(cluster.audit.requests))
         assert len(pairs) >= 3
@@ -117,12 +126,7 @@ async def test_a_throttled_or_broken_watch_resumes_without_a_relist() -> None:
     faults = Faults()
     async with SimCluster("2", faults=faults) as cluster:
         cluster.audit.record_requests = True
-        api_client = await make_api_client(str(cluster.kubeconfig_path))
-        kube = Kube(api_client, max_retries=0)
-        handler = _Nodes()
-        informer = Informer(kube, NODES, handler, resync_period=60)
-        task = asyncio.create_task(informer.run())
-        try:
+        async with node_informer(cluster) as (informer, handler):
             await asyncio.wait_for(informer.has_synced.wait(), 5)
             faults.throttle_rate = 1.0
             faults.retry_after_seconds = int(RETRY_AFTER)
@@ -134,12 +138,6 @@ async def test_a_throttled_or_broken_watch_resumes_without_a_relist() -> None:
             cluster.drop_watches()
             cluster.add_nodes("1:prefix=later")  # while the watch is being re-opened
             await until(lambda: len(handler.names) == 4, 10, "the later node seen")
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await kube.close()
-            await api_client.close()
         assert informer.relists == 1 and informer.rewatches >= 2
         lists = [r for r in cluster.audit.requests if r.path == "/api/v1/nodes" and not r.watch]
         assert len(lists) == 1

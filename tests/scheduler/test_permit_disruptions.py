@@ -60,6 +60,27 @@ async def waiting(env: Env, group: str, reserved: int, placeholders: int) -> Gan
     return gang
 
 
+async def park(
+    env: Env, group: str, min_member: int, created: int, wait_seconds: int = 30, **extra: Any
+) -> Gang:
+    """Create ``group`` (``minMember`` ``min_member``, ``scheduleTimeoutSeconds`` ``wait_seconds``)
+    with ``created`` whole-node members, and wait until it sits in its Permit wait: the members
+    reserved, placeholders for the rest."""
+    await env.api.create_podgroup(podgroup(group, min_member, timeout=wait_seconds))
+    await env.api.create_pods([whole_node(f"{group}-{i}", group, **extra) for i in range(created)])
+    return await waiting(env, group, reserved=created, placeholders=min_member - created)
+
+
+async def turned_away(env: Env, group: str) -> None:
+    """Wait until ``group`` has been tried and found no room (it reserves nothing)."""
+
+    async def no_room() -> bool:
+        gang = find(env, group)
+        return gang is not None and gang.last_failure is not None and not gang.reserved
+
+    await eventually(no_room)
+
+
 async def bound_of(api: Api, group: str) -> dict[str, str]:
     """The group's pods (by their current label) bound to a node: name → node."""
     return {
@@ -144,17 +165,10 @@ async def cache_sees(env: Env, node: str, unschedulable: bool, taints: int) -> N
 async def test_member_deleted_releases_every_reservation_and_another_gang_takes_the_room() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 4, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(3)])
-        a = await waiting(env, "a", reserved=3, placeholders=1)  # the whole cluster
+        a = await park(env, "a", 4, created=3)  # the whole cluster
         await api.create_podgroup(podgroup("b", 2, timeout=30))
         await api.create_pods([whole_node(f"b-{i}", "b") for i in range(2)])
-
-        async def b_turned_away() -> bool:
-            b = find(env, "b")
-            return b is not None and b.last_failure is not None and not b.reserved
-
-        await eventually(b_turned_away)
+        await turned_away(env, "b")
         await api.core.delete_namespaced_pod("a-0", NS, grace_period_seconds=0)
 
         # "a" keeps nothing (2 members + 1 placeholder would still block "b"), so "b" binds
@@ -172,9 +186,7 @@ async def test_member_deleted_releases_every_reservation_and_another_gang_takes_
 async def test_node_deleted_under_a_member_is_replanned_and_the_gang_binds_whole() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
+        a = await park(env, "a", 3, created=2)
         deadline, kept = a.permit_deadline, a.reserved[(NS, "a-1")]
         gone = a.reserved[(NS, "a-0")]
         await api.core.delete_node(gone)
@@ -199,9 +211,7 @@ async def test_node_deleted_under_a_member_is_replanned_and_the_gang_binds_whole
 async def test_node_deleted_under_a_placeholder_is_replanned() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
+        a = await park(env, "a", 3, created=2)
         deadline, members = a.permit_deadline, dict(a.reserved)
         gone = next(node for _, node in a.placeholders.values())
         await api.core.delete_node(gone)
@@ -230,9 +240,7 @@ async def test_node_made_unfit_under_a_member_is_replanned(
 ) -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
+        a = await park(env, "a", 3, created=2)
         deadline, kept = a.permit_deadline, a.reserved[(NS, "a-1")]
         unfit = a.reserved[(NS, "a-0")]
         await api.core.patch_node(unfit, patch)
@@ -256,9 +264,7 @@ async def test_taints_the_members_tolerate_leave_the_reservation_alone() -> None
     tolerate = [{"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}]
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a", tolerations=tolerate) for i in range(2)])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
+        a = await park(env, "a", 3, created=2, tolerations=tolerate)
         held, deadline = dict(a.reserved), a.permit_deadline
         node = held[(NS, "a-0")]
         taints = [
@@ -281,17 +287,10 @@ async def test_taints_the_members_tolerate_leave_the_reservation_alone() -> None
 async def test_podgroup_deleted_releases_everything_and_says_so() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        await waiting(env, "a", reserved=2, placeholders=1)
+        await park(env, "a", 3, created=2)
         await api.create_podgroup(podgroup("b", 2, timeout=30))
         await api.create_pods([whole_node(f"b-{i}", "b") for i in range(2)])
-
-        async def b_turned_away() -> bool:
-            b = find(env, "b")
-            return b is not None and b.last_failure is not None and not b.reserved
-
-        await eventually(b_turned_away)
+        await turned_away(env, "b")
         await api.custom.delete_namespaced_custom_object(*PG, "a")
 
         await bound_count(api, "b", 2)  # the room "a" held went to "b"
@@ -309,9 +308,7 @@ async def test_podgroup_deleted_releases_everything_and_says_so() -> None:
 async def test_min_member_lowered_to_what_is_reserved_binds_the_gang() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 4, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(3)])
-        await waiting(env, "a", reserved=3, placeholders=1)
+        await park(env, "a", 4, created=3)
         await patch_podgroup(api, "a", {"minMember": 3})
 
         await bound_count(api, "a", 3)
@@ -324,9 +321,7 @@ async def test_min_member_lowered_to_what_is_reserved_binds_the_gang() -> None:
 async def test_min_member_raised_tops_the_hold_up_and_keeps_waiting() -> None:
     async with gang_env("5:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
+        a = await park(env, "a", 3, created=2)
         deadline, members = a.permit_deadline, dict(a.reserved)
         await patch_podgroup(api, "a", {"minMember": 4})
 
@@ -344,9 +339,7 @@ async def test_min_member_raised_tops_the_hold_up_and_keeps_waiting() -> None:
 async def test_min_member_raised_beyond_the_cluster_waits_out_its_timeout() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=2))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
+        a = await park(env, "a", 3, created=2, wait_seconds=2)
         deadline, members = a.permit_deadline, dict(a.reserved)
         await patch_podgroup(api, "a", {"minMember": 5})  # 5 whole nodes: never on 4
 
@@ -369,12 +362,8 @@ async def test_min_member_raised_beyond_the_cluster_waits_out_its_timeout() -> N
 async def test_member_relabelled_leaves_its_gang_and_completes_the_other() -> None:
     async with gang_env("6:gpu=8", **FAST) as env:
         api = env.api
-        await api.create_podgroup(podgroup("a", 3, timeout=30))
-        await api.create_podgroup(podgroup("b", 2, timeout=30))
-        await api.create_pods([whole_node(f"a-{i}", "a") for i in range(2)])
-        await api.create_pods([whole_node("b-0", "b")])
-        a = await waiting(env, "a", reserved=2, placeholders=1)
-        await waiting(env, "b", reserved=1, placeholders=1)
+        a = await park(env, "a", 3, created=2)
+        await park(env, "b", 2, created=1)
         await api.core.patch_namespaced_pod("a-1", NS, {"metadata": {"labels": {GROUP_LABEL: "b"}}})
 
         await bound_count(api, "b", 2)

@@ -9,6 +9,7 @@ from typing import Any
 from gang.sim.cluster import SimCluster
 from tests.scheduler.conftest import (
     Api,
+    Env,
     eventually,
     gang_env,
     gang_pod,
@@ -110,6 +111,27 @@ async def test_two_profiles_in_one_process() -> None:
         assert set(env.scheduler.profiles) == {"gang-scheduler", "gang-spread"}
 
 
+async def only_the_bomb_fails(env: Env, bomb: dict[str, Any], plugin: str, error: str) -> None:
+    """``bomb`` (which makes ``plugin`` raise ``error``) and a well-formed pod are created: the
+    failure is reported naming the plugin, the other pod binds, the bomb does not."""
+    api = env.api
+    await api.create_pods([bomb, gang_pod("fine", None, gpu=1)])
+
+    async def reported() -> bool:
+        return any(
+            f"plugin {plugin} failed at Filter: {error}" in e["message"] for e in await api.events()
+        )
+
+    await eventually(reported)
+
+    async def fine_bound() -> bool:
+        return "fine" in await api.bound()
+
+    await eventually(fine_bound)
+    assert "bomb" not in await api.bound()
+    assert env.scheduler.cycle.plugin_failures[plugin] >= 1
+
+
 async def test_failing_and_slow_plugins_fail_only_their_gang() -> None:
     profile = {
         "scheduler_name": "gang-scheduler",
@@ -120,28 +142,8 @@ async def test_failing_and_slow_plugins_fail_only_their_gang() -> None:
     async with gang_env(
         "2:gpu=8", plugin_paths=paths, profiles=[profile], plugin_budget_seconds=0.2
     ) as env:
-        api = env.api
-        await api.create_pods(
-            [
-                gang_pod("bomb", None, gpu=1, labels={"explode": "yes"}),
-                gang_pod("fine", None, gpu=1),
-            ]
-        )
-
-        async def reported() -> bool:
-            return any(
-                "plugin Exploding failed at Filter: RuntimeError: boom" in e["message"]
-                for e in await api.events()
-            )
-
-        await eventually(reported)
-
-        async def fine_bound() -> bool:
-            return "fine" in await api.bound()
-
-        await eventually(fine_bound)
-        assert "bomb" not in await api.bound()
-        assert env.scheduler.cycle.plugin_failures["Exploding"] >= 1
+        bomb = gang_pod("bomb", None, gpu=1, labels={"explode": "yes"})
+        await only_the_bomb_fails(env, bomb, "Exploding", "RuntimeError: boom")
 
 
 async def test_a_static_filter_that_raises_fails_only_its_gang() -> None:
@@ -152,25 +154,9 @@ async def test_a_static_filter_that_raises_fails_only_its_gang() -> None:
     async with gang_env(
         "2:gpu=8", plugin_paths=[f"{TEST_PLUGINS}:ExplodingStatic"], profiles=[profile]
     ) as env:
-        api = env.api
         bomb = gang_pod("bomb", None, gpu=1)
         bomb["spec"]["tolerations"] = [{"key": "explode", "operator": "Exists"}]
-        await api.create_pods([bomb, gang_pod("fine", None, gpu=1)])
-
-        async def reported() -> bool:
-            return any(
-                "plugin ExplodingStatic failed at Filter: RuntimeError: static boom" in e["message"]
-                for e in await api.events()
-            )
-
-        await eventually(reported)
-
-        async def fine_bound() -> bool:
-            return "fine" in await api.bound()
-
-        await eventually(fine_bound)
-        assert "bomb" not in await api.bound()
-        assert env.scheduler.cycle.plugin_failures["ExplodingStatic"] >= 1
+        await only_the_bomb_fails(env, bomb, "ExplodingStatic", "RuntimeError: static boom")
 
 
 async def test_plugin_over_its_budget_is_named() -> None:
