@@ -47,6 +47,12 @@ def object_key(obj: Obj) -> Key:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def _retry_delay(failures: int, err: KubeError) -> float:
+    """Backoff after the ``failures``-th failure in a row, never sooner than ``Retry-After``."""
+    delay = backoff_delay(min(failures, 6), initial=0.2, cap=5.0)
+    return delay if err.retry_after is None else max(delay, err.retry_after)
+
+
 def _resumable(err: KubeError) -> bool:
     """A watch failure that loses no event: throttled, or no (complete) answer at all."""
     return err.status in (0, 429)
@@ -85,9 +91,7 @@ class Informer:
                 await self._watch_until_resync()
             except KubeError as err:
                 failures += 1
-                delay = backoff_delay(min(failures, 6), initial=0.2, cap=5.0)
-                if err.retry_after is not None:  # a throttled watch or list: as the server asks
-                    delay = max(delay, err.retry_after)
+                delay = _retry_delay(failures, err)
                 log.warning("%s informer: %s; relisting in %.2fs", self.kind.name, err, delay)
                 await asyncio.sleep(delay)
 
@@ -126,9 +130,7 @@ class Informer:
                     raise
                 failures += 1
                 self.rewatches += 1
-                delay = backoff_delay(min(failures, 6), initial=0.2, cap=5.0)
-                if err.retry_after is not None:
-                    delay = max(delay, err.retry_after)
+                delay = _retry_delay(failures, err)
                 log.info("%s watch: %s; resuming in %.2fs", self.kind.name, err, delay)
                 await asyncio.sleep(delay)
 

@@ -77,14 +77,20 @@ class PodGroupInfo:
         return self.namespace, self.name
 
 
+def _datetime(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as Kubernetes writes it, or None when absent or malformed."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def parse_timestamp(value: Any) -> float:
     """RFC 3339 ``creationTimestamp`` to epoch seconds; 0.0 when absent or malformed."""
-    if not isinstance(value, str):
-        return 0.0
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    moment = _datetime(value)
+    return moment.timestamp() if moment is not None else 0.0
 
 
 def _describe(err: ValidationError) -> str:
@@ -100,13 +106,9 @@ _RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"
 
 def _is_rfc3339(value: Any) -> bool:
     """A date-time the apiserver's ``format: date-time`` check accepts."""
-    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
-        return False
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+    return (
+        isinstance(value, str) and bool(_RFC3339.fullmatch(value)) and _datetime(value) is not None
+    )
 
 
 def _status(value: Any) -> Mapping[str, Any]:

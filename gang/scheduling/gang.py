@@ -91,8 +91,12 @@ class Gang:
         return self.podgroup.schedule_timeout_seconds if self.podgroup is not None else None
 
     def bound_seen(self, key: Key) -> None:
-        """The informer showed member ``key`` bound (or it left): its binding is over."""
+        """The informer showed member ``key`` bound: its reservation and binding are over."""
         self.reserved.pop(key, None)
+        self.binding_over(key)
+
+    def binding_over(self, key: Key) -> None:
+        """Member ``key`` is no longer being bound (seen bound, or gone)."""
         self.binding.discard(key)
         self.bound_unseen.discard(key)
 

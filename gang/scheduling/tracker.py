@@ -171,8 +171,7 @@ class ClusterState:
         if gang is None:
             return
         gang.members.pop(pod, None)
-        gang.binding.discard(pod)  # gone: a bind in flight for it ends with a 404
-        gang.bound_unseen.discard(pod)
+        gang.binding_over(pod)  # gone: a bind in flight for it ends with a 404
         if pod in gang.reserved:
             self._unreserve_member(gang, pod)
             gang.member_left = True
@@ -225,18 +224,17 @@ class ClusterState:
         """Node ``name`` was cordoned, uncordoned or re-tainted: what it holds that Filter would
         now reject loses its node, as if the node were gone."""
         for gang in self._holding(name):
+            held = [
+                (key, gang.members.get(key), node)
+                for key, node in gang.reserved.items()
+                if key not in gang.binding
+            ]
+            held += [(key, shape, node) for key, (shape, node) in gang.placeholders.items()]
             reasons: dict[Key, str] = {}
-            for pod, node in gang.reserved.items():
-                member = gang.members.get(pod)
-                if node == name and pod not in gang.binding and member is not None:
-                    reason = self._rejection(gang, member, facts)
-                    if reason is not None:
-                        reasons[pod] = reason
-            for key, (shape, node) in gang.placeholders.items():
-                if node == name:
-                    reason = self._rejection(gang, shape, facts)
-                    if reason is not None:
-                        reasons[key] = reason
+            for key, pod, node in held:
+                reason = self._rejection(gang, pod, facts) if node == name and pod else None
+                if reason is not None:
+                    reasons[key] = reason
             if reasons:
                 why = next(iter(reasons.values()))
                 self._lose_node(gang, name, set(reasons), f"became unfit for them ({why})")
@@ -276,7 +274,7 @@ class ClusterState:
         members = [pod for pod in lost if pod in gang.reserved and pod not in gang.binding]
         for pod in members:
             self._unreserve_member(gang, pod)
-        placeholders = self.drop_placeholders(gang, only=lost) if gang.placeholders else {}
+        placeholders = self.drop_placeholders(gang, only=lost)
         count = len(members) + len(placeholders)
         if not count:
             return
