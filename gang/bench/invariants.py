@@ -63,6 +63,24 @@ def _schedulable(node: Obj) -> bool:
     return not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in spec.get("taints") or [])
 
 
+def parse_pods(raws: Iterable[Obj]) -> list[PodInfo]:
+    """The pods gang can read (an unparsable one requests nothing it could count)."""
+    parsed: list[PodInfo] = []
+    for raw in raws:
+        try:
+            parsed.append(parse_pod(raw))
+        except PodParseError:
+            continue
+    return parsed
+
+
+def overcommitted(free: Mapping[str, Resources], among: Iterable[str] | None = None) -> list[str]:
+    """The nodes (of ``among``, or any a pod is bound to) whose free capacity, as
+    ``free_capacity`` gives it, went below zero somewhere; sorted."""
+    names = sorted(free if among is None else among)
+    return [name for name in names if any(v < 0 for v in free.get(name, {}).values())]
+
+
 def free_capacity(nodes: Iterable[Obj], pods: Iterable[PodInfo]) -> dict[str, dict[str, int]]:
     """Allocatable minus the requests of every non-terminal bound pod, per node (may go < 0)."""
     free: dict[str, dict[str, int]] = {}
@@ -96,12 +114,7 @@ def judge(
         )
         for g in podgroups
     }
-    parsed: list[PodInfo] = []
-    for raw in pods:
-        try:
-            parsed.append(parse_pod(raw))
-        except PodParseError:
-            continue
+    parsed = parse_pods(pods)
     verdict = Verdict()
     gangs: dict[tuple[str, str], _Gang] = {}
     for pod in parsed:
@@ -121,9 +134,7 @@ def judge(
         elif not pod.deleting and not pod.terminal:
             gang.pending.append(pod)
     free = free_capacity(nodes, parsed)
-    for name, left in sorted(free.items()):
-        if any(amount < 0 for amount in left.values()):
-            verdict.overcommitted_nodes.append(name)
+    verdict.overcommitted_nodes = overcommitted(free)
     room = [free.get(n["metadata"]["name"], {}) for n in nodes if _schedulable(n)]
     verdict.gangs = len(gangs)
     for gang in gangs.values():

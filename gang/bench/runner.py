@@ -33,6 +33,7 @@ import orjson
 import psutil
 
 from gang.bench.cluster import NODE_SELECTOR, BenchCluster, BenchClusterError
+from gang.bench.invariants import free_capacity, overcommitted, parse_pods
 from gang.bench.workload import NAMESPACE, BenchConfig, GangSpec, plan, podgroup, pods
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
@@ -40,7 +41,6 @@ from gang.models.podgroup import (
     POD_GROUP_PLURAL,
     POD_GROUP_VERSION,
 )
-from gang.models.quantity import resource_units
 
 Obj = dict[str, Any]
 
@@ -433,26 +433,9 @@ class Driver:
 
 
 def _overcommitted(nodes: list[Obj], all_pods: list[Obj]) -> int:
-    from gang.state.podinfo import PodParseError, parse_pod
-
-    used: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for raw in all_pods:
-        try:
-            info = parse_pod(raw)
-        except PodParseError:
-            continue
-        if info.assigned and not info.terminal:
-            for res, amount in info.requests.items():
-                used[info.node_name][res] += amount
-    over = 0
-    for node in nodes:
-        alloc = {k: resource_units(k, v) for k, v in node["status"].get("allocatable", {}).items()}
-        if any(
-            amount > alloc.get(res, 0)
-            for res, amount in used.get(node["metadata"]["name"], {}).items()
-        ):
-            over += 1
-    return over
+    """How many of the benchmark's ``nodes`` hold more than they have (anyone's pods)."""
+    free = free_capacity(nodes, parse_pods(all_pods))
+    return len(overcommitted(free, among=[node["metadata"]["name"] for node in nodes]))
 
 
 def result_json(result: BenchResult) -> bytes:

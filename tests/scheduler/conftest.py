@@ -9,14 +9,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from gang.app.scheduler import GangScheduler
+from gang.bench.invariants import free_capacity, overcommitted
 from gang.kube.client import make_api_client
 from gang.models.settings import SchedulerConfig
 from gang.sim.cluster import SimCluster
 from gang.state.podinfo import parse_pod
-from gang.state.resources import ResourceIndex
 
 GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
 
@@ -140,30 +138,18 @@ class Api:
 
     async def assert_not_overcommitted(self) -> None:
         """Sum the requests of every non-terminal bound pod per node against allocatable."""
-        index = ResourceIndex()
-        nodes = {n["metadata"]["name"]: n for n in await self.raw_nodes()}
-        used: dict[str, np.ndarray] = {}
-        for raw in await self.raw_pods():
-            info = parse_pod(raw)
-            if not info.assigned or info.terminal:
-                continue
-            vec = index.vector(info.requests)
-            used[info.node_name] = (
-                index.fit(used.get(info.node_name, np.zeros(0, dtype=np.int64))) + vec
-            )
-        from gang.models.quantity import resource_units
-
-        for name, total in used.items():
-            assert name in nodes, f"pod bound to unknown node {name}"
-            alloc = nodes[name]["status"]["allocatable"]
-            cap = index.vector({k: resource_units(k, v) for k, v in alloc.items()})
-            total = index.fit(total)
-            over = {
-                index.names[i]: (int(total[i]), int(cap[i]))
-                for i in range(len(total))
-                if total[i] > cap[i]
-            }
-            assert not over, f"node {name} over-committed: {over}"
+        nodes = await self.raw_nodes()
+        pods = [parse_pod(raw) for raw in await self.raw_pods()]  # every pod must parse
+        names = {n["metadata"]["name"] for n in nodes}
+        for pod in pods:
+            if pod.assigned and not pod.terminal:
+                assert pod.node_name in names, f"pod bound to unknown node {pod.node_name}"
+        free = free_capacity(nodes, pods)
+        short = {
+            name: {res: -left for res, left in free[name].items() if left < 0}
+            for name in overcommitted(free)
+        }
+        assert not short, f"over-committed nodes, short by: {short}"
 
 
 @dataclass
