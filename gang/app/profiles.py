@@ -19,11 +19,13 @@ from typing import Any
 from gang.binding.binder import DefaultBinder
 from gang.models.settings import ProfileConfig, SchedulerConfig
 from gang.scheduling import framework as fw
+from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.plugins import (
     BUILTIN,
     GangPermit,
     MinResources,
 )
+from gang.scheduling.topologyspread import PodTopologySpread, parse_default_constraints
 
 ENTRY_POINT_GROUP = "gang.plugins"
 Factory = Callable[..., Any]
@@ -40,7 +42,21 @@ def _builtin_factories() -> dict[str, Factory]:
         float(args.get("default_timeout", ctx.config.default_schedule_timeout_seconds))
     )
     factories["DefaultBinder"] = lambda args, ctx: DefaultBinder(ctx.kube)
+    factories["InterPodAffinity"] = _inter_pod_affinity
+    factories["PodTopologySpread"] = lambda args, ctx: PodTopologySpread(
+        parse_default_constraints(args.get("default_constraints"))
+    )
     return factories
+
+
+def _inter_pod_affinity(args: dict[str, Any], ctx: fw.PluginContext) -> InterPodAffinity:
+    weight = args.get("hard_pod_affinity_weight", 1)
+    if not isinstance(weight, int) or isinstance(weight, bool) or not 0 <= weight <= 100:
+        raise ValueError(f"hard_pod_affinity_weight must be an integer in 0..100, got {weight!r}")
+    ignore = args.get("ignore_preferred_terms_of_existing_pods", False)
+    if not isinstance(ignore, bool):
+        raise ValueError("ignore_preferred_terms_of_existing_pods must be true or false")
+    return InterPodAffinity(weight, ignore)
 
 
 def load_object(path: str) -> Any:
@@ -110,10 +126,12 @@ def default_plugins(config: SchedulerConfig) -> list[tuple[str, int]]:
         ("PodGroupReady", 0),
         ("MinResources", 0),
         ("NodeUnschedulable", 0),
-        ("TaintToleration", 0),
-        ("NodeAffinity", 0),
+        ("TaintToleration", w.taint_toleration),
+        ("NodeAffinity", w.node_affinity),
         ("NodePorts", 0),
         ("NodeResourcesFit", 0),
+        ("PodTopologySpread", w.pod_topology_spread),
+        ("InterPodAffinity", w.inter_pod_affinity),
         ("LeastAllocated", w.least_allocated),
         ("MostAllocated", w.most_allocated),
         ("BalancedAllocation", w.balanced_allocation),
@@ -179,8 +197,8 @@ def build_profile(
         for protocol, attribute in _POINTS:
             if isinstance(plugin, protocol):
                 getattr(result, attribute).append(plugin)
-        if isinstance(plugin, fw.ScorePlugin):
-            result.scores.append((plugin, max(1, weight)))
+        if isinstance(plugin, fw.ScorePlugin) and weight > 0:
+            result.scores.append((plugin, weight))
     if not result.binds:
         raise ProfileError(
             f"profile {profile.scheduler_name}: needs a Bind plugin (e.g. DefaultBinder)"

@@ -22,7 +22,7 @@ from gang.binding.binder import Binder
 from gang.binding.reporter import PODGROUPS, KubeReporter
 from gang.kube.informer import Informer
 from gang.kube.ratelimit import TokenBucket
-from gang.kube.transport import NODES, PODS, Kube
+from gang.kube.transport import NAMESPACES, NODES, PODS, Kube
 from gang.models.settings import SchedulerConfig
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
@@ -136,6 +136,7 @@ class GangScheduler:
                 watch_timeout=cfg.watch_timeout_seconds,
             )
             for kind, handler in (
+                (NAMESPACES, self.state.namespaces),
                 (NODES, self.state.nodes),
                 (PODGROUPS, self.state.groups),
                 (PODS, self.state.pods),

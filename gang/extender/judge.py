@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from gang.extender.models import MAX_EXTENDER_PRIORITY
 from gang.scheduling.framework import MAX_NODE_SCORE
-from gang.scheduling.placement import Placer
+from gang.scheduling.placement import Evaluation, Placer
 from gang.scheduling.plugins import GangPacking
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import PodInfo
@@ -49,9 +49,10 @@ class Verdict:
     scores: dict[str, int] = field(default_factory=dict)  # every node asked about, 0..10
 
 
-def max_total(placer: Placer) -> float:
-    """The largest weighted total a node can reach in a single-pod evaluation."""
-    weight = sum(w for plugin, w in placer.scores if not isinstance(plugin, GangPacking))
+def max_total(evaluation: Evaluation) -> float:
+    """The largest weighted total a node can reach in this single-pod evaluation: the Score
+    plugins that scored the pod (a rule's score counts only for pods stating that rule)."""
+    weight = sum(w for name, w in evaluation.weights.items() if name != GangPacking.name)
     return MAX_NODE_SCORE * weight
 
 
@@ -73,7 +74,7 @@ def judge(cache: ClusterCache, placer: Placer, pod: PodInfo, names: Sequence[str
     snap = cache.snapshot()
     evaluation = placer.evaluate(snap, pod)
     static = placer.static(snap, pod.constraints)
-    top = max_total(placer)
+    top = max_total(evaluation)
     verdict = Verdict()
     for name in names:
         entry = cache.nodes.get(name)

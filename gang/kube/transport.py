@@ -78,6 +78,19 @@ class Kind:
 
 PODS = Kind("pods", "", "v1", "pods")
 NODES = Kind("nodes", "", "v1", "nodes")
+NAMESPACES = Kind("namespaces", "", "v1", "namespaces")
+PVCS = Kind("persistentvolumeclaims", "", "v1", "persistentvolumeclaims")
+PVS = Kind("persistentvolumes", "", "v1", "persistentvolumes")
+STORAGE_CLASSES = Kind("storageclasses", "storage.k8s.io", "v1", "storageclasses")
+CSI_NODES = Kind("csinodes", "storage.k8s.io", "v1", "csinodes")
+#: kubernetes-asyncio's CoreV1Api list method for each core kind (every namespace at once)
+_CORE_LISTS = {
+    "pods": "list_pod_for_all_namespaces",
+    "nodes": "list_node",
+    "namespaces": "list_namespace",
+    "persistentvolumeclaims": "list_persistent_volume_claim_for_all_namespaces",
+    "persistentvolumes": "list_persistent_volume",
+}
 
 
 def backoff_delay(attempt: int, initial: float = 0.2, cap: float = 10.0) -> float:
@@ -168,10 +181,9 @@ class Kube:
     # --- list and watch ------------------------------------------------------------------
 
     def _list_call(self, kind: Kind, **params: Any) -> Callable[[], Awaitable[Any]]:
-        if kind is PODS:
-            return lambda: self.core.list_pod_for_all_namespaces(_preload_content=False, **params)
-        if kind is NODES:
-            return lambda: self.core.list_node(_preload_content=False, **params)
+        if not kind.custom:
+            method = getattr(self.core, _CORE_LISTS[kind.plural])
+            return lambda: method(_preload_content=False, **params)
         return lambda: self.custom.list_cluster_custom_object(
             kind.group, kind.version, kind.plural, _preload_content=False, **params
         )

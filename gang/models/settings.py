@@ -20,7 +20,10 @@ class ScoreWeights(BaseModel):
 
     The default packs (most-allocated): gangs of accelerators suffer most from fragmentation,
     since a 64-GPU gang needs whole free nodes; balanced allocation keeps cpu/memory/gpu use
-    even on a node, and gang packing keeps a gang's members in one topology domain.
+    even on a node, and gang packing keeps a gang's members in one topology domain. The scores
+    of the rules users write (preferred node affinity, PreferNoSchedule taints, preferred pod
+    affinity, soft spread) weigh as in kube-scheduler's default profile; they only count for
+    pods that state such a rule.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -29,6 +32,11 @@ class ScoreWeights(BaseModel):
     most_allocated: int = Field(default=1, ge=0, le=100)
     balanced_allocation: int = Field(default=1, ge=0, le=100)
     gang_packing: int = Field(default=2, ge=0, le=100)
+    #: kube-scheduler's default weights for the scores of its placement rules
+    node_affinity: int = Field(default=2, ge=0, le=100)
+    taint_toleration: int = Field(default=3, ge=0, le=100)
+    inter_pod_affinity: int = Field(default=2, ge=0, le=100)
+    pod_topology_spread: int = Field(default=2, ge=0, le=100)
 
 
 class PluginRef(BaseModel):

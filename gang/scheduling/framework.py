@@ -23,6 +23,12 @@ Differences, both for speed at 5,000 nodes and both deliberate:
   at once against the cycle's live snapshot (resources, host ports), as a numpy mask.
 - A Score plugin scores all candidate nodes at once (a numpy vector), not one node per call.
 
+Gang-aware rules: a whole gang is placed in one cycle, so plugins judging a node by the pods
+around it (pod affinity, topology spread) see the members placed earlier in the same cycle in
+``placed`` and must count them exactly like pods already bound. Such a plugin also implements
+``RuleAwarePlugin.relevant``: when it answers False for a pod, the plugin would pass every node
+and score them all alike, so the placer skips it and keeps its incremental fast path.
+
 Containment: a plugin that raises, or that overruns its extension point's time budget, fails
 the cycle for that gang only, with an Event naming the plugin (``PluginError``). Synchronous
 points are timed (Python cannot safely interrupt them); asynchronous points (PreBind, Bind,
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -51,6 +57,8 @@ if TYPE_CHECKING:
 Scores = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 Key = tuple[str, str]
+#: a member placed earlier in the same cycle, and the row of the node it took
+Placed = tuple[PodInfo, int]
 MAX_NODE_SCORE = 100.0
 T = TypeVar("T")
 
@@ -102,6 +110,7 @@ class NodeFilterInput:
     vector: Vector
     index: ResourceIndex
     claimed_ports: Mapping[int, Mapping[tuple[str, str, int], int]]  # host ports taken this cycle
+    placed: Sequence[Placed] = ()  # members placed earlier in this cycle, like bound pods
 
 
 @runtime_checkable
@@ -111,6 +120,13 @@ class NodeFilterPlugin(Plugin, Protocol):
 
     def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
         """Why node ``row`` was rejected (only asked when explaining a failure)."""
+
+
+@runtime_checkable
+class RuleAwarePlugin(Plugin, Protocol):
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        """False if, for ``pod`` on ``snap`` with ``placed``, this plugin passes every node and
+        scores every node alike: the placer then skips it. True whenever unsure."""
 
 
 @runtime_checkable
@@ -145,6 +161,11 @@ class ScoreInput:
     allocatable: npt.NDArray[np.int64] = field(
         default_factory=lambda: np.zeros((0, 0), dtype=np.int64)
     )
+    #: the member being scored, the cycle's snapshot and the members placed before it (for
+    #: scores that look beyond the node itself); None / () only where no pod is at hand
+    pod: PodInfo | None = None
+    snap: Snapshot | None = None
+    placed: Sequence[Placed] = ()
 
 
 @runtime_checkable

@@ -32,7 +32,9 @@ from gang.scheduling.framework import (
     Budgets,
     NodeFilterInput,
     NodeFilterPlugin,
+    Placed,
     Profile,
+    RuleAwarePlugin,
     ScoreInput,
     ScorePlugin,
     StaticFilterPlugin,
@@ -49,6 +51,7 @@ from gang.scheduling.plugins import (
 from gang.scheduling.predicates import host_port_key, summarize
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
+from gang.state.podrules import PodRules
 from gang.state.resources import ResourceIndex, Vector
 
 Key = tuple[str, str]
@@ -80,13 +83,16 @@ class Evaluation:
     feasible: Mask  # per row
     reasons: dict[int, list[str]]  # per valid, infeasible row: its Filter rejection reasons
     scores: dict[int, float]  # per feasible row: the weighted sum of normalized scores
+    #: the Score plugins that scored this pod, by name, with their weights (plugins that judge
+    #: every node alike for it are left out)
+    weights: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class _Previous:
     """The last full Filter + Score pass of a greedy placement, reused for the same template."""
 
-    signature: tuple[Constraints, bytes]
+    signature: tuple[Constraints, PodRules, bytes, bool]
     candidates: npt.NDArray[np.intp]  # rows that passed, ascending
     scores: npt.NDArray[np.float64]  # their scores (-inf once a row stops fitting)
     last: int  # the row chosen last: the only one whose state changed since
@@ -122,11 +128,21 @@ class Placer:
         self.budget = (budgets or Budgets()).sync
         #: try to fit a whole gang inside one topology domain first
         self.pack_domains = any(isinstance(plugin, GangPacking) for plugin, _ in self.scores)
-        #: every Filter and Score plugin judges a node by its own state only (the built-ins do),
-        #: so placing a member can change nothing but the chosen node's verdict
-        self._incremental = all(type(f) in LOCAL_NODE_FILTERS for f in self.node_filters) and all(
-            type(p) in LOCAL_SCORES for p, _ in self.scores
+        #: plugins that look beyond the node (other pods, node labels for a preference): skipped
+        #: for a pod they judge every node alike for, which keeps the fast path below
+        self._rule_aware: list[RuleAwarePlugin] = list(
+            dict.fromkeys(
+                p
+                for p in [*self.node_filters, *(p for p, _ in self.scores)]
+                if isinstance(p, RuleAwarePlugin)
+            )
         )
+        #: every other Filter and Score plugin judges a node by its own state only (the
+        #: built-ins do), so placing a member changes nothing but the chosen node's verdict
+        self._incremental = all(
+            type(f) in LOCAL_NODE_FILTERS or isinstance(f, RuleAwarePlugin)
+            for f in self.node_filters
+        ) and all(type(p) in LOCAL_SCORES or isinstance(p, RuleAwarePlugin) for p, _ in self.scores)
         self._version = -1
         self._static: dict[Constraints, _Static] = {}
         self._domains: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -220,25 +236,29 @@ class Placer:
 
         attempt: dict[Key, int] | Unplaceable | None = None
         ports: Ports = {}  # host ports claimed by members placed in this call, per row
+        placed: list[Placed] = []  # members placed in this call, seen by rules between pods
         if self.pack_domains and needed and len(needed) + len(anchors) > 1:
             for domain in self._candidate_domains(snap, needed, vectors, anchor_domains):
                 rows = self._domains == domain
                 trial, trial_ports = snap.free.copy(), _copy_ports(ports)
-                result = self._greedy(snap, trial, needed, vectors, rows, {domain}, trial_ports)
+                trial_placed: list[Placed] = []
+                result = self._greedy(
+                    snap, trial, needed, vectors, rows, {domain}, trial_ports, trial_placed, False
+                )
                 if not isinstance(result, Unplaceable):
                     snap.free[:] = trial
-                    attempt, ports = result, trial_ports
+                    attempt, ports, placed = result, trial_ports, trial_placed
                     break
         if attempt is None:
             attempt = self._greedy(
-                snap, snap.free, needed, vectors, None, set(anchor_domains), ports
+                snap, snap.free, needed, vectors, None, set(anchor_domains), ports, placed
             )
         if isinstance(attempt, Unplaceable):
             return attempt
         used = {int(self._domains[row]) for row in attempt.values()} | anchor_domains
         unplaced: dict[Key, str] = {}
         for pod in extras:  # best effort, each on its own: a smaller one may fit where a bigger
-            extra = self._greedy(snap, snap.free, [pod], vectors, None, used, ports)
+            extra = self._greedy(snap, snap.free, [pod], vectors, None, used, ports, placed)
             if isinstance(extra, Unplaceable):
                 unplaced[pod.key] = extra.message
             else:
@@ -251,11 +271,14 @@ class Placer:
         vec = self.index.fit(self.index.vector(pod.requests))[: snap.free.shape[1]]
         static = self.static(snap, pod.constraints)
         view = NodeFilterInput(snap, snap.free, pod, vec, self.index, {})
+        skip = self._skipped(pod, snap, ())
         fit = static.mask.copy()
         reasons: dict[int, list[str]] = {
             row: [r] for row, r in enumerate(static.reasons) if r is not None and snap.valid[row]
         }
         for plugin in self.node_filters:
+            if plugin in skip:
+                continue
             passed = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
             for row in np.flatnonzero(fit & ~passed):
                 reasons[int(row)] = plugin.reasons(view, int(row)) or [
@@ -264,10 +287,13 @@ class Placer:
             fit = fit & passed
         candidates = np.flatnonzero(fit)
         totals = (
-            self._score(snap, snap.free, candidates, vec, set()) if candidates.size else np.zeros(0)
+            self._score(snap, snap.free, candidates, vec, set(), pod, (), skip)
+            if candidates.size
+            else np.zeros(0)
         )
         scores = {int(row): float(total) for row, total in zip(candidates, totals, strict=True)}
-        return Evaluation(fit, reasons, scores)
+        weights = {p.name: w for p, w in self.scores if p not in skip}
+        return Evaluation(fit, reasons, scores, weights)
 
     def _size(self, pod: PodInfo, largest: Vector) -> float:
         """Dominant share of the pod's request against the largest node (``largest``, per
@@ -314,9 +340,12 @@ class Placer:
         rows: Mask | None,
         used_domains: set[int],
         claimed_ports: Ports,
+        placed: list[Placed],
+        explain: bool = True,
     ) -> dict[Key, int] | Unplaceable:
-        """Place each pod on its best-scoring feasible row, consuming ``free`` and claiming
-        host ports in ``claimed_ports``; a failure on the first pod leaves both untouched."""
+        """Place each pod on its best-scoring feasible row, consuming ``free``, claiming host
+        ports in ``claimed_ports`` and appending to ``placed``; a failure on the first pod leaves
+        all three untouched. Without ``explain`` a failure carries no message (a trial)."""
         chosen: dict[Key, int] = {}
         # The previous member's filter and score results. When the next member has the same
         # template, only the node that member took has changed (its free capacity), so only that
@@ -325,11 +354,15 @@ class Placer:
         previous: _Previous | None = None
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
-            signature = (pod.constraints, vec.tobytes())
+            skip = self._skipped(pod, snap, placed)
+            # rule-aware plugins all skipped: the template is judged like a plain one
+            plain = len(skip) == len(self._rule_aware)
+            signature = (pod.constraints, pod.rules, vec.tobytes(), plain)
             if (
                 previous is not None
                 and previous.signature == signature
                 and self._incremental
+                and plain
                 and not pod.constraints.host_ports
                 and previous.domains_used == len(used_domains)
             ):
@@ -337,22 +370,26 @@ class Placer:
                 if row is not None:
                     free[row] -= vec
                     chosen[pod.key] = row
+                    placed.append((pod, row))
                     previous.last = row
                     continue
             static = self.static(snap, pod.constraints)
             fit = static.mask if rows is None else static.mask & rows
-            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports)
+            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
             for plugin in self.node_filters:
                 if not fit.any():
                     break
-                fit = fit & call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
+                if plugin not in skip:
+                    fit = fit & call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
             candidates = np.flatnonzero(fit)
             if candidates.size == 0:
-                return Unplaceable(self._explain(view, static), placed=i, needed=len(pods))
-            scores = self._score(snap, free, candidates, vec, used_domains)
+                message = self._explain(view, static, skip) if explain else ""
+                return Unplaceable(message, placed=i, needed=len(pods))
+            scores = self._score(snap, free, candidates, vec, used_domains, pod, placed, skip)
             row = int(candidates[int(np.argmax(scores))])
             free[row] -= vec
             chosen[pod.key] = row
+            placed.append((pod, row))
             if self._domains[row] >= 0:
                 used_domains.add(int(self._domains[row]))
             previous = _Previous(signature, candidates, scores, row, len(used_domains))
@@ -395,7 +432,9 @@ class Placer:
             if len(self._row_scores) >= ROW_SCORE_MEMO:
                 self._row_scores.clear()
             candidates = np.array([row], dtype=np.intp)
-            score = self._row_scores[key] = float(self._score(snap, free, candidates, vec, used)[0])
+            score = self._row_scores[key] = float(
+                self._score(snap, free, candidates, vec, used, skip=frozenset(self._rule_aware))[0]
+            )
         return score
 
     def _score(
@@ -405,8 +444,12 @@ class Placer:
         candidates: npt.NDArray[np.intp],
         vec: Vector,
         used_domains: set[int],
+        pod: PodInfo | None = None,
+        placed: Sequence[Placed] = (),
+        skip: frozenset[object] = frozenset(),
     ) -> npt.NDArray[np.float64]:
-        """Weighted sum of the Score plugins' normalized scores; ties go to the lowest row."""
+        """Weighted sum of the Score plugins' normalized scores (those in ``skip`` left out:
+        they score every node alike); ties go to the lowest row."""
         cols, names, wanted = self._score_columns(vec)
         allocatable = snap.allocatable[candidates][:, cols]
         free_after = free[candidates][:, cols] - wanted
@@ -426,9 +469,14 @@ class Placer:
             resources=names,
             free_after=free_after,
             allocatable=allocatable,
+            pod=pod,
+            snap=snap,
+            placed=placed,
         )
         total = np.zeros(len(candidates), dtype=np.float64)
         for plugin, weight in self.scores:
+            if plugin in skip:
+                continue
             raw = call(plugin, "Score", self.budget, plugin.score, view)
             total += weight * call(plugin, "NormalizeScore", self.budget, plugin.normalize, raw)
         return total
@@ -450,12 +498,26 @@ class Placer:
             )
         return found
 
-    def _explain(self, view: NodeFilterInput, static: _Static) -> str:
+    def _skipped(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> frozenset[object]:
+        """The rule-aware plugins that judge every node alike for ``pod`` now."""
+        if not self._rule_aware:
+            return frozenset()
+        return frozenset(
+            p
+            for p in self._rule_aware
+            if not call(p, "Filter", self.budget, p.relevant, pod, snap, placed)
+        )
+
+    def _explain(self, view: NodeFilterInput, static: _Static, skip: frozenset[object]) -> str:
         """kube-scheduler's FitError histogram for this pod on the consumed snapshot: per node
         the first rejecting Filter's reasons."""
         snap = view.snap
         reasons: Counter[str] = Counter()
-        masks = [plugin.filter_nodes(view) for plugin in self.node_filters]
+        everywhere = np.ones(len(snap.names), dtype=np.bool_)
+        masks = [
+            everywhere if plugin in skip else plugin.filter_nodes(view)
+            for plugin in self.node_filters
+        ]
         for row in np.flatnonzero(snap.valid):
             static_reason = static.reasons[row]
             if static_reason is not None:

@@ -8,6 +8,7 @@ to its class, for profiles to enable, disable and weigh by name; ``default_filte
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ from gang.scheduling.framework import (
     NodeFilterInput,
     NodeFilterPlugin,
     PermitDecision,
+    Placed,
     ScoreInput,
     ScorePlugin,
     Scores,
@@ -28,9 +30,11 @@ from gang.scheduling.framework import (
     Wait,
 )
 from gang.scheduling.gang import Gang
+from gang.scheduling.interpodaffinity import InterPodAffinity
+from gang.scheduling.topologyspread import PodTopologySpread
 from gang.state.cache import Snapshot
 from gang.state.nodefacts import NodeFacts
-from gang.state.podinfo import QOS_RANK, Constraints
+from gang.state.podinfo import QOS_RANK, Constraints, PodInfo
 from gang.state.resources import ResourceIndex
 
 # --- QueueSort ----------------------------------------------------------------------------
@@ -119,22 +123,91 @@ class NodeUnschedulable:
         return predicates.check_unschedulable(constraints, node)
 
 
-class TaintToleration:
-    """NoSchedule and NoExecute taints the pod does not tolerate reject the node."""
+class _NodeLabelScore:
+    """A score that depends on a node's labels or taints and the pod's template only: computed
+    once per template and node-set version for every row, then read per candidate."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[object, int], Scores] = {}
+
+    def _row_scores(self, pod: PodInfo, snap: Snapshot) -> Scores:
+        key = (self._template(pod), snap.version)
+        found = self._rows.get(key)
+        if found is None:
+            if len(self._rows) > 1024:
+                self._rows.clear()
+            found = self._rows[key] = _floats(
+                [0.0 if f is None else self._node_score(pod, f) for f in snap.facts]
+            )
+        return found
+
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        rows = self._row_scores(pod, snap)[snap.valid]
+        return bool(len(rows)) and bool(rows.max() != rows.min())
+
+    def score(self, s: ScoreInput) -> Scores:
+        if s.pod is None or s.snap is None:
+            return np.zeros(len(s.candidates))
+        return self._row_scores(s.pod, s.snap)[s.candidates]
+
+    def _template(self, pod: PodInfo) -> object:
+        raise NotImplementedError
+
+    def _node_score(self, pod: PodInfo, node: NodeFacts) -> float:
+        raise NotImplementedError
+
+
+def _default_normalize(scores: Scores, reverse: bool) -> Scores:
+    """kube-scheduler's ``DefaultNormalizeScore``: ``100 * score / max`` (integer division),
+    reversed on demand; all 0 (reversed: all 100) when the maximum is 0."""
+    if not len(scores):
+        return scores
+    high = scores.max()
+    if high <= 0:
+        return np.full_like(scores, MAX_NODE_SCORE if reverse else 0.0)
+    out: Scores = np.floor(MAX_NODE_SCORE * scores / high)
+    return MAX_NODE_SCORE - out if reverse else out
+
+
+class TaintToleration(_NodeLabelScore):
+    """Filter: NoSchedule and NoExecute taints the pod does not tolerate reject the node.
+    Score: fewer untolerated PreferNoSchedule taints is better."""
 
     name = "TaintToleration"
 
     def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
         return predicates.check_taints(constraints, node)
 
+    def _template(self, pod: PodInfo) -> object:
+        return pod.constraints.tolerations
 
-class NodeAffinity:
-    """nodeSelector and required node affinity (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+    def _node_score(self, pod: PodInfo, node: NodeFacts) -> float:
+        return float(predicates.untolerated_prefer_no_schedule(pod.constraints, node))
+
+    def normalize(self, scores: Scores) -> Scores:
+        return _default_normalize(scores, reverse=True)
+
+
+class NodeAffinity(_NodeLabelScore):
+    """Filter: nodeSelector and required node affinity (In, NotIn, Exists, DoesNotExist, Gt,
+    Lt). Score: the summed weights of the preferred node affinity terms a node matches."""
 
     name = "NodeAffinity"
 
     def filter(self, constraints: Constraints, node: NodeFacts) -> str | None:
         return predicates.check_node_affinity(constraints, node)
+
+    def _template(self, pod: PodInfo) -> object:
+        return pod.rules.preferred_nodes
+
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        return bool(pod.rules.preferred_nodes) and super().relevant(pod, snap, placed)
+
+    def _node_score(self, pod: PodInfo, node: NodeFacts) -> float:
+        return float(predicates.preferred_node_weight(pod.rules.preferred_nodes, node))
+
+    def normalize(self, scores: Scores) -> Scores:
+        return _default_normalize(scores, reverse=False)
 
 
 class NodePorts:
@@ -195,8 +268,9 @@ def default_filters() -> list[StaticFilterPlugin]:
 
 
 def default_node_filters() -> list[NodeFilterPlugin]:
-    """Then NodePorts and NodeResourcesFit, against the live snapshot."""
-    return [NodePorts(), NodeResourcesFit()]
+    """Then NodePorts, NodeResourcesFit, PodTopologySpread and InterPodAffinity, against the
+    live snapshot (kube-scheduler's order)."""
+    return [NodePorts(), NodeResourcesFit(), PodTopologySpread(), InterPodAffinity()]
 
 
 # --- Score --------------------------------------------------------------------------------
@@ -286,6 +360,10 @@ def default_scores(weights: ScoreWeights) -> list[tuple[ScorePlugin, int]]:
         (MostAllocated(), weights.most_allocated),
         (BalancedAllocation(), weights.balanced_allocation),
         (GangPacking(), weights.gang_packing),
+        (TaintToleration(), weights.taint_toleration),
+        (NodeAffinity(), weights.node_affinity),
+        (PodTopologySpread(), weights.pod_topology_spread),
+        (InterPodAffinity(), weights.inter_pod_affinity),
     ]
     return [(plugin, weight) for plugin, weight in table if weight > 0]
 
@@ -307,6 +385,8 @@ BUILTIN: dict[str, type] = {
         GangPacking,
     )
 }
+BUILTIN["InterPodAffinity"] = InterPodAffinity
+BUILTIN["PodTopologySpread"] = PodTopologySpread
 BUILTIN["MinResources"] = MinResources
 BUILTIN["GangPermit"] = GangPermit
 

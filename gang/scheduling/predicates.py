@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from gang.state.labels import is_label_key as _is_label_key
+from gang.state.labels import is_label_value as _is_label_value
 from gang.state.nodefacts import (
     BIND_ALL_HOST_IP,
     NodeFacts,
@@ -51,9 +53,11 @@ __all__ = [
     "host_port_key",
     "insufficient",
     "node_facts",
+    "preferred_node_weight",
     "summarize",
     "taint_reason",
     "tolerates",
+    "untolerated_prefer_no_schedule",
     "used_host_ports",
 ]
 
@@ -119,6 +123,18 @@ def check_taints(c: Constraints, node: NodeFacts) -> str | None:
     return None
 
 
+def untolerated_prefer_no_schedule(c: Constraints, node: NodeFacts) -> int:
+    """TaintToleration's score input: the node's PreferNoSchedule taints that no toleration
+    with an empty or PreferNoSchedule effect tolerates."""
+    tolerations = [t for t in c.tolerations if t.effect in ("", EFFECT_PREFER_NO_SCHEDULE)]
+    return sum(
+        1
+        for taint in node.taints
+        if taint.effect == EFFECT_PREFER_NO_SCHEDULE
+        and not any(tolerates(t, taint) for t in tolerations)
+    )
+
+
 # --------------------------------------------------------------------------- NodeAffinity
 
 
@@ -131,6 +147,14 @@ def check_node_affinity(c: Constraints, node: NodeFacts) -> str | None:
     if c.required_terms and not any(_term_matches(t, node) for t in c.required_terms):
         return REASON_NODE_SELECTOR
     return None
+
+
+def preferred_node_weight(
+    preferred: tuple[tuple[int, NodeSelectorTerm], ...], node: NodeFacts
+) -> int:
+    """NodeAffinity's score input: the summed weights of the preferred terms the node matches
+    (a term that cannot match any node, e.g. an empty one, adds nothing)."""
+    return sum(weight for weight, term in preferred if _term_matches(term, node))
 
 
 def _term_matches(term: NodeSelectorTerm, node: NodeFacts) -> bool:
@@ -161,22 +185,7 @@ def _term_is_valid(term: NodeSelectorTerm) -> bool:
     )
 
 
-# Go regexes from k8s.io/apimachinery/pkg/util/validation, matched with re.fullmatch.
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def _is_label_key(key: str) -> bool:
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or _DNS1123_SUBDOMAIN.fullmatch(prefix) is None):
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
-
-
-def _is_label_value(value: str) -> bool:
-    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
 
 
 def _parse_int64(text: str) -> int | None:

@@ -75,6 +75,7 @@ class ClusterState:
         self.pods = _Handler(self._upsert_pod, self._delete_pod)
         self.nodes = _Handler(self._upsert_node, self._delete_node)
         self.groups = _Handler(self._upsert_podgroup, self._delete_podgroup)
+        self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
 
     # --- pods ----------------------------------------------------------------------------
 
@@ -280,6 +281,21 @@ class ClusterState:
             return
         self.on_disruption(gang, f"node {name} holding {count} reservation(s) {what}")
         self.enqueue(gang)
+
+    # --- namespaces (their labels, for affinity terms' namespaceSelector) ----------------------
+
+    def _upsert_namespace(self, raw: Obj) -> None:
+        meta = raw.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return
+        labels = meta.get("labels")
+        labels = labels if isinstance(labels, dict) else {}
+        clean = {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+        if self.cache.upsert_namespace(meta["name"], clean):
+            self.queue.activate_unschedulable()
+
+    def _delete_namespace(self, key: Key, raw: Obj | None) -> None:
+        self.cache.remove_namespace(key[1])
 
     # --- PodGroups -----------------------------------------------------------------------
 

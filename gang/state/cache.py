@@ -22,6 +22,9 @@ Invariants:
   every transition applies exactly the difference, and ``check()`` recomputes it for tests.
 - assume/forget are symmetric; forget only undoes an ASSUMED pod, never a BOUND fact.
 - A pod on a node the cache does not know yet is remembered and counted when the node appears.
+- ``pods_by_label`` (the affinity index) holds exactly the ASSUMED and BOUND records, with the
+  labels the API last showed: ``_attach`` / ``_detach`` keep both, and a bound pod's label or
+  deletion change refreshes its entry.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ import numpy.typing as npt
 
 from gang.models.quantity import QuantityError, resource_units
 from gang.state.nodefacts import NodeFacts, node_facts
+from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
 from gang.state.resources import ResourceIndex, Vector
+from gang.state.topology import NodeDomains
 
 Key = tuple[str, str]
 
@@ -77,6 +82,13 @@ class Snapshot:
     free: npt.NDArray[np.int64]  # allocatable - requested, a copy the cycle may consume
     version: int  # node-set/facts version, for caching static filter masks
     used_ports: Mapping[str, Counter[tuple[str, str, int]]] = field(default_factory=dict)
+    #: topology domains per label key (shared by every snapshot of one ``version``)
+    domains: NodeDomains = field(default_factory=lambda: NodeDomains([]))
+    #: the placed pods by label and affinity term. The cache's live index, not a copy: valid for
+    #: the synchronous scheduling cycle that took the snapshot (nothing may await in between)
+    pods: PodIndex = field(default_factory=PodIndex)
+    #: namespace name → its labels (for namespaceSelector), live like ``pods``
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class ClusterCache:
@@ -94,6 +106,10 @@ class ClusterCache:
         self._free_rows: list[int] = list(range(capacity - 1, -1, -1))
         #: bumped when nodes appear, disappear or change labels/taints/schedulability
         self.version = 0
+        self.pods_by_label = PodIndex()
+        self.namespace_labels: dict[str, Mapping[str, str]] = {}
+        self._domains = NodeDomains([])
+        self._domains_version = -1
 
     # --- shape ---------------------------------------------------------------------------
 
@@ -135,14 +151,16 @@ class ClusterCache:
                 if ports[port] <= 0:
                     del ports[port]
 
-    def _attach(self, record: PodRecord) -> None:
+    def _attach(self, record: PodRecord, info: PodInfo) -> None:
         self.pods[record.key] = record
+        self.pods_by_label.add(info, record.node)
         self._on_node.setdefault(record.node, {})[record.key] = record
         self._apply(record, +1)
 
     def _detach(self, record: PodRecord) -> None:
         self._apply(record, -1)
         self.pods.pop(record.key, None)
+        self.pods_by_label.remove(record.key)
         on_node = self._on_node.get(record.node)
         if on_node is not None:
             on_node.pop(record.key, None)
@@ -228,10 +246,11 @@ class ClusterCache:
                 self.index.fit(record.vector), vector
             ):
                 record.state = PodState.BOUND  # ASSUMED → BOUND, or nothing new
+                self.pods_by_label.add(info, record.node)  # labels may have changed
                 return record
             self._detach(record)
         record = PodRecord(info.key, info.uid, info.node_name, vector, PodState.BOUND, ports)
-        self._attach(record)
+        self._attach(record, info)
         return record
 
     def remove_pod(self, key: Key) -> PodRecord | None:
@@ -250,7 +269,7 @@ class ClusterCache:
         record = PodRecord(
             info.key, info.uid, node, self._vector(info.requests), PodState.ASSUMED, _ports(info)
         )
-        self._attach(record)
+        self._attach(record, info)
         return record
 
     def forget(self, key: Key) -> bool:
@@ -267,6 +286,23 @@ class ClusterCache:
 
     # --- reading -----------------------------------------------------------------------
 
+    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
+        """Record a namespace's labels; True if they changed (namespaceSelector may match now)."""
+        if self.namespace_labels.get(name) == labels:
+            return False
+        self.namespace_labels[name] = labels
+        return True
+
+    def remove_namespace(self, name: str) -> None:
+        self.namespace_labels.pop(name, None)
+
+    def domains(self) -> NodeDomains:
+        """Topology domains of the current node set (rebuilt when its version moves)."""
+        if self._domains_version != self.version:
+            self._domains = NodeDomains(list(self.facts))
+            self._domains_version = self.version
+        return self._domains
+
     def snapshot(self) -> Snapshot:
         self._widen()
         return Snapshot(
@@ -277,6 +313,9 @@ class ClusterCache:
             free=self.allocatable - self.requested,
             version=self.version,
             used_ports={name: Counter(c) for name, c in self._ports.items() if c},
+            domains=self.domains(),
+            pods=self.pods_by_label,
+            namespace_labels=self.namespace_labels,
         )
 
     def free_of(self, name: str) -> dict[str, int]:

@@ -25,6 +25,15 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
+from gang.state.podrules import (
+    NO_RULES,
+    PodRules,
+    RuleError,
+    parse_claims,
+    parse_pod_affinity,
+    parse_spread,
+    unsupported_fields,
+)
 
 __all__ = [
     "NODE_SELECTOR_OPERATORS",
@@ -160,6 +169,8 @@ class PodInfo:
     deleting: bool
     #: ``spec.schedulingGates`` is non-empty
     scheduling_gated: bool
+    #: pod (anti-)affinity, topology spread, preferred node affinity, volumes, refused fields
+    rules: PodRules = NO_RULES
 
     @property
     def key(self) -> tuple[str, str]:
@@ -431,6 +442,40 @@ def _requirements(value: Any, where: str) -> tuple[NodeSelectorRequirement, ...]
     return tuple(parsed)
 
 
+def _term(raw: Any, at: str) -> NodeSelectorTerm:
+    term = _map(raw, at)
+    if term is None:
+        raise _expected(at, "an object", raw)
+    return NodeSelectorTerm(
+        _requirements(term.get("matchExpressions"), f"{at}.matchExpressions"),
+        _requirements(term.get("matchFields"), f"{at}.matchFields"),
+    )
+
+
+def _preferred_terms(affinity_raw: Any) -> tuple[tuple[int, NodeSelectorTerm], ...]:
+    """``nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution``: (weight, term)."""
+    affinity = _map(affinity_raw, "spec.affinity")
+    node_affinity = (
+        _map(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity") if affinity else None
+    )
+    if not node_affinity:
+        return ()
+    where = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    terms: list[tuple[int, NodeSelectorTerm]] = []
+    for i, raw in enumerate(
+        _seq(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), where)
+    ):
+        at = f"{where}[{i}]"
+        entry = _map(raw, at)
+        if entry is None:
+            raise _expected(at, "an object", raw)
+        weight = _int(entry.get("weight"), f"{at}.weight")
+        if not 1 <= weight <= 100:
+            raise PodParseError(f"{at}.weight: must be in the range 1-100")
+        terms.append((weight, _term(entry.get("preference"), f"{at}.preference")))
+    return tuple(terms)
+
+
 def _required_terms(affinity_raw: Any) -> tuple[NodeSelectorTerm, ...]:
     affinity = _map(affinity_raw, "spec.affinity")
     if not affinity:
@@ -446,16 +491,7 @@ def _required_terms(affinity_raw: Any) -> tuple[NodeSelectorTerm, ...]:
     where += ".nodeSelectorTerms"
     terms: list[NodeSelectorTerm] = []
     for i, raw in enumerate(_seq(selector.get("nodeSelectorTerms"), where)):
-        at = f"{where}[{i}]"
-        term = _map(raw, at)
-        if term is None:
-            raise _expected(at, "an object", raw)
-        terms.append(
-            NodeSelectorTerm(
-                _requirements(term.get("matchExpressions"), f"{at}.matchExpressions"),
-                _requirements(term.get("matchFields"), f"{at}.matchFields"),
-            )
-        )
+        terms.append(_term(raw, f"{where}[{i}]"))
     return tuple(terms)
 
 
@@ -535,6 +571,28 @@ def _constraints(spec: Mapping[str, Any]) -> Constraints:
     if not (node_selector or required_terms or tolerations or host_ports):
         return NO_CONSTRAINTS
     return Constraints(node_selector, required_terms, tolerations, host_ports)
+
+
+def _rules(
+    spec: Mapping[str, Any], namespace: str, name: str, labels: Mapping[str, str]
+) -> PodRules:
+    """The pod's rules about other pods, volumes and preferred nodes (``gang.state.podrules``)."""
+    affinity = spec.get("affinity")
+    spread = spec.get("topologySpreadConstraints")
+    if not (affinity or spread or spec.get("volumes") or spec.get("resourceClaims")):
+        return NO_RULES
+    try:
+        claims, refused_volumes = parse_claims(spec, name)
+        rules = PodRules(
+            parse_pod_affinity(affinity, namespace, labels),
+            parse_spread(spread, labels),
+            _preferred_terms(affinity),
+            claims,
+            unsupported_fields(spec) + refused_volumes,
+        )
+    except RuleError as err:
+        raise PodParseError(str(err)) from None
+    return rules if rules else NO_RULES
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,4 +696,5 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         ),
         deleting=metadata.get("deletionTimestamp") is not None,
         scheduling_gated=bool(_seq(spec.get("schedulingGates"), "spec.schedulingGates")),
+        rules=_rules(spec, namespace, name, labels),
     )

@@ -123,7 +123,7 @@ async def test_node_cache_capable_filter_and_prioritize_count_bound_pods() -> No
         evaluation = placer.evaluate(cache.cache.snapshot(), parse_pod(args["Pod"]))
         for name in ("node-00002", "node-00003"):
             total = evaluation.scores[cache.cache.nodes[name].row]
-            assert scores[name] == extender_score(total, max_total(placer))
+            assert scores[name] == extender_score(total, max_total(evaluation))
         assert 0 < scores["node-00003"] < scores["node-00002"] <= 10
 
         # a finished pod releases its share: node-00000 fits again

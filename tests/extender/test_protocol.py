@@ -135,7 +135,7 @@ async def test_prioritize_scores_0_to_10_and_prefers_what_gang_prefers() -> None
     assert totals["gpu-e"] > totals["gpu-a"]  # bin-packing: the smaller node ends up fuller
     assert scores["gpu-e"] > scores["gpu-a"] > 0
     for name, total in totals.items():
-        assert scores[name] == extender_score(total, max_total(placer))
+        assert scores[name] == extender_score(total, max_total(evaluation))
     assert node_names == list(scores)
 
 
@@ -149,8 +149,12 @@ def test_score_mapping_is_linear_over_the_maximum_and_rounds_half_up() -> None:
     assert extender_score(103.6, 200) == 5
     assert extender_score(50, 0) == 0  # no score plugins: no preference
     assert extender_score(float("nan"), 200) == 0
-    placer = Placer(cache_of_nodes([])[0].index, ScoreWeights(), "zone")
-    assert max_total(placer) == 200  # most_allocated 1 + balanced 1; gang packing left out
+    cache = cache_of_nodes([{"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "1"}}}])[
+        0
+    ]
+    placer = Placer(cache.index, ScoreWeights(), "zone")
+    plain = placer.evaluate(cache.snapshot(), parse_pod(fixture(NODES_ARGS)["Pod"]))
+    assert max_total(plain) == 200  # most_allocated 1 + balanced 1; gang packing left out
 
 
 async def test_prioritize_with_several_weights_keeps_the_order() -> None:

@@ -29,8 +29,18 @@ def test_default_profile_has_every_builtin_at_its_points() -> None:
         "TaintToleration",
         "NodeAffinity",
     ]
-    assert [f.name for f in p.node_filters] == ["NodePorts", "NodeResourcesFit"]
+    assert [f.name for f in p.node_filters] == [
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    ]
+    # the placement rules' scores weigh as in kube-scheduler's default profile
     assert [(s.name, w) for s, w in p.scores] == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
         ("MostAllocated", 1),
         ("BalancedAllocation", 1),
         ("GangPacking", 2),
@@ -54,7 +64,12 @@ def test_disable_enable_and_reweigh() -> None:
             }
         ]
     )["s"]
-    assert [(s.name, w) for s, w in p.scores] == [("BalancedAllocation", 3), ("LeastAllocated", 7)]
+    resource_scores = [(s.name, w) for s, w in p.scores if s.name.endswith("Allocation")]
+    assert resource_scores + [(s.name, w) for s, w in p.scores if s.name == "LeastAllocated"] == [
+        ("BalancedAllocation", 3),
+        ("LeastAllocated", 7),
+    ]
+    assert "MostAllocated" not in [s.name for s, _ in p.scores]
 
 
 def test_disable_all_then_build_a_minimal_profile() -> None:

@@ -1,0 +1,280 @@
+"""PodTopologySpread: ``topologySpreadConstraints`` (DoNotSchedule and ScheduleAnyway), gang-aware.
+
+Why this exists: replicas and training workers are spread over zones or hosts with
+``maxSkew``; a scheduler that ignores it binds a gang of eight 8/0/0/0 over four zones. This
+plugin ports kube-scheduler's PodTopologySpread — Filter, Score and NormalizeScore, their node
+inclusion policies (``nodeAffinityPolicy``, ``nodeTaintsPolicy``), ``minDomains`` and
+``matchLabelKeys`` (merged into the selector when the pod is parsed) — with its exact reasons and
+arithmetic. Gang-aware: members placed earlier in the same cycle count like bound pods, so a gang
+of eight over four zones with maxSkew 1 lands 2/2/2/2, member by member.
+
+Filter, per DoNotSchedule constraint, in order: the node must carry the topology key; then
+``matching pods in its domain + (1 if the pod matches its own selector) - global minimum`` must
+not exceed ``maxSkew``. Pods are counted in the incoming pod's namespace, not terminating, on
+nodes that carry every constraint's key and pass the inclusion policies; the global minimum is
+over those nodes' domains, and 0 while fewer than ``minDomains`` domains exist.
+
+Score, over ScheduleAnyway constraints (or the profile's default constraints for a pod that states
+none): per constraint ``matching pods in the node's domain * log(domains + 2) + maxSkew - 1``,
+summed and rounded; NormalizeScore turns fewer pods into a higher score; nodes lacking a key score
+0 when the pod's own constraints need it.
+
+Default constraints (``default_constraints`` in the profile's plugin args, kube-scheduler's
+``defaultingType: List``) select the pods of the same gang — the pod's own PodGroup — because
+gang has no Service/ReplicaSet/StatefulSet selectors to derive them from, as kube-scheduler does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.scheduling import predicates
+from gang.scheduling.framework import (
+    MAX_NODE_SCORE,
+    Mask,
+    NodeFilterInput,
+    Placed,
+    ScoreInput,
+    Scores,
+)
+from gang.state.cache import Snapshot
+from gang.state.labels import LabelSelector, Requirement
+from gang.state.podinfo import POD_GROUP_LABEL, Constraints, PodInfo
+from gang.state.podrules import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    SCHEDULE_ANYWAY,
+    RuleError,
+    SpreadConstraint,
+    parse_spread,
+)
+
+REASON_MISSING_LABEL: Final = (
+    "node(s) didn't match pod topology spread constraints (missing required label)"
+)
+REASON_SKEW: Final = "node(s) didn't match pod topology spread constraints"
+HOSTNAME: Final = "kubernetes.io/hostname"
+Ids = npt.NDArray[np.int64]
+_REASONS: Final = {1: REASON_MISSING_LABEL, 2: REASON_SKEW}
+
+
+def parse_default_constraints(raw: Any) -> tuple[SpreadConstraint, ...]:
+    """Profile-level default constraints (kube-scheduler's ``defaultConstraints``: no selector,
+    which gang fills with the pod's gang)."""
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise ValueError("default_constraints: expected a list of topology spread constraints")
+    for i, entry in enumerate(raw):
+        if isinstance(entry, Mapping) and entry.get("labelSelector") is not None:
+            raise ValueError(f"default_constraints[{i}].labelSelector: must not be set")
+    try:
+        return parse_spread(raw, {})
+    except RuleError as err:
+        message = str(err).replace("spec.topologySpreadConstraints", "default_constraints")
+        raise ValueError(message) from None
+
+
+@dataclass(slots=True, eq=False)  # plugins are compared by identity
+class PodTopologySpread:
+    default_constraints: tuple[SpreadConstraint, ...] = ()
+    name: str = "PodTopologySpread"
+    _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
+    #: (constraints, node-set version, policy) → rows passing the node inclusion policy
+    _included: dict[tuple[Constraints, int, str], Mask] = field(default_factory=dict, repr=False)
+
+    def constraints(self, pod: PodInfo) -> tuple[tuple[SpreadConstraint, ...], bool]:
+        """The pod's constraints, or the defaults (selector: its gang); and whether its own."""
+        if pod.rules.spread:
+            return pod.rules.spread, True
+        if not self.default_constraints or not pod.group:
+            return (), False
+        gang = LabelSelector((Requirement(POD_GROUP_LABEL, "In", frozenset((pod.group,))),))
+        return tuple(
+            SpreadConstraint(
+                c.max_skew,
+                c.topology_key,
+                c.when_unsatisfiable,
+                gang,
+                c.min_domains,
+                c.node_affinity_policy,
+                c.node_taints_policy,
+            )
+            for c in self.default_constraints
+        ), False
+
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        return bool(self.constraints(pod)[0])
+
+    # --- shared counting ---------------------------------------------------------------------
+
+    def _inclusion(self, snap: Snapshot, pod: PodInfo, c: SpreadConstraint) -> Mask:
+        """Rows whose pods count for ``c``: live nodes passing the inclusion policies."""
+        mask = snap.valid.copy()
+        for policy, check in (
+            (c.node_affinity_policy, predicates.check_node_affinity),
+            (c.node_taints_policy, predicates.check_taints),
+        ):
+            if policy != HONOR:
+                continue
+            key = (pod.constraints, snap.version, check.__name__)
+            found = self._included.get(key)
+            if found is None:
+                if len(self._included) > 1024:
+                    self._included.clear()
+                found = np.array(
+                    [f is not None and check(pod.constraints, f) is None for f in snap.facts],
+                    dtype=np.bool_,
+                )
+                self._included[key] = found
+            mask &= found
+        return mask
+
+    def _matching_rows(
+        self, snap: Snapshot, placed: Sequence[Placed], pod: PodInfo, c: SpreadConstraint
+    ) -> list[int]:
+        """Rows of the pods ``c`` counts: same namespace, selected, not terminating."""
+        row_of = snap.domains.row_of
+        rows = [
+            row_of[p.node]
+            for p in snap.pods.selected(c.selector)
+            if p.namespace == pod.namespace and not p.deleting and p.node in row_of
+        ]
+        rows += [
+            row
+            for member, row in placed
+            if member.namespace == pod.namespace and c.selector.matches(member.labels)
+        ]
+        return rows
+
+    @staticmethod
+    def _counts(
+        ids: npt.NDArray[np.int64], domains: int, rows: Sequence[int], counted: Mask
+    ) -> npt.NDArray[np.int64]:
+        counts = np.zeros(domains, dtype=np.int64)
+        for row in rows:
+            if counted[row] and ids[row] >= 0:
+                counts[ids[row]] += 1
+        return counts
+
+    # --- Filter ------------------------------------------------------------------------------
+
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        result: Mask = self._verdict(s) == 0
+        return result
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        code = int(self._verdict(s)[row])
+        return [_REASONS[code]] if code else []
+
+    def _verdict(self, s: NodeFilterInput) -> npt.NDArray[np.int8]:
+        """Per row: 0 fits, 1 lacks a topology key, 2 would exceed a maxSkew (first failing
+        constraint wins, as in kube-scheduler)."""
+        if self._last is not None and self._last[0] is s:
+            return self._last[1]
+        snap, pod = s.snap, s.pod
+        codes = np.zeros(len(snap.names), dtype=np.int8)
+        # the first failing constraint wins: each fills only rows not failed yet
+        for c, ids, counts, present in self.hard_counts(snap, pod, s.placed):
+            if len(present) == 0:
+                minimum = None  # no domain to compare with: any labelled node will do
+            elif c.min_domains is not None and len(present) < c.min_domains:
+                minimum = 0
+            else:
+                minimum = int(counts[present].min())
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            missing = ids < 0
+            over = np.zeros(len(snap.names), dtype=np.bool_)
+            if minimum is not None:
+                skew = counts[np.maximum(ids, 0)] + self_match - minimum
+                over = ~missing & (skew > c.max_skew)
+            codes[(codes == 0) & missing] = 1
+            codes[(codes == 0) & over] = 2
+        self._last = (s, codes)
+        return codes
+
+    def hard_counts(
+        self, snap: Snapshot, pod: PodInfo, placed: Sequence[Placed]
+    ) -> list[
+        tuple[SpreadConstraint, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+    ]:
+        """Per DoNotSchedule constraint: (constraint, domain id per row, matching pods per
+        domain, the domains that count), as kube-scheduler's PreFilter computes them."""
+        hard = [c for c in self.constraints(pod)[0] if c.when_unsatisfiable == DO_NOT_SCHEDULE]
+        all_keys = snap.valid.copy()
+        for c in hard:
+            all_keys &= snap.domains(c.topology_key).ids >= 0
+        out = []
+        for c in hard:
+            domains = snap.domains(c.topology_key)
+            counted = all_keys & self._inclusion(snap, pod, c)
+            rows = self._matching_rows(snap, placed, pod, c)
+            counts = self._counts(domains.ids, len(domains.values), rows, counted)
+            out.append((c, domains.ids, counts, np.unique(domains.ids[counted])))
+        return out
+
+    # --- Score -------------------------------------------------------------------------------
+
+    def score(self, s: ScoreInput) -> Scores:
+        """Raw scores; NaN marks a node ignored (it lacks a key the pod's constraints need)."""
+        pod, snap = s.pod, s.snap
+        raw = np.zeros(len(s.candidates), dtype=np.float64)
+        if pod is None or snap is None:
+            return raw
+        constraints, own = self.constraints(pod)
+        soft = [c for c in constraints if c.when_unsatisfiable == SCHEDULE_ANYWAY]
+        if not soft:
+            return raw
+        cand = s.candidates
+        has_all = np.ones(len(cand), dtype=np.bool_)
+        for c in soft:
+            has_all &= snap.domains(c.topology_key).ids[cand] >= 0
+        ignored = ~has_all if own else np.zeros(len(cand), dtype=np.bool_)
+        scored = cand[~ignored]
+        all_keys = np.ones(len(snap.names), dtype=np.bool_)
+        if own:
+            for c in soft:
+                all_keys &= snap.domains(c.topology_key).ids >= 0
+        for c in soft:
+            domains = snap.domains(c.topology_key)
+            ids = domains.ids
+            rows = self._matching_rows(snap, s.placed, pod, c)
+            if c.topology_key == HOSTNAME:
+                size = len(scored)
+                counts = self._counts(ids, len(domains.values), rows, snap.valid)
+            else:
+                tracked = np.unique(ids[scored][ids[scored] >= 0])
+                size = len(tracked)
+                counted = all_keys & self._inclusion(snap, pod, c)
+                in_tracked = np.zeros(len(domains.values), dtype=np.bool_)
+                in_tracked[tracked] = True
+                counted &= (ids >= 0) & in_tracked[np.maximum(ids, 0)]
+                counts = self._counts(ids, len(domains.values), rows, counted)
+            weight = float(np.log(size + 2))
+            node_ids = ids[cand]
+            labelled = node_ids >= 0
+            per_node = np.where(labelled, counts[np.maximum(node_ids, 0)] if len(counts) else 0, 0)
+            raw += np.where(labelled, per_node * weight + (c.max_skew - 1), 0.0)
+        raw = np.floor(raw + 0.5)  # Go's math.Round for non-negative values
+        raw[ignored] = np.nan
+        return raw
+
+    def normalize(self, scores: Scores) -> Scores:
+        """``MaxNodeScore * (max + min - score) / max`` (integer division), ignored nodes 0."""
+        if not len(scores):
+            return scores
+        valid = ~np.isnan(scores)
+        if not valid.any():
+            return np.zeros_like(scores)
+        low, high = scores[valid].min(), scores[valid].max()
+        out = np.zeros_like(scores)
+        if high == 0:
+            out[valid] = MAX_NODE_SCORE
+            return out
+        out[valid] = np.floor(MAX_NODE_SCORE * (high + low - scores[valid]) / high)
+        return out

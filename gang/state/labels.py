@@ -1,0 +1,166 @@
+"""Label selectors (``metav1.LabelSelector``) as small hashable values, and their matching.
+
+Why this exists: pod affinity, anti-affinity and topology spread all ask "which pods carry these
+labels?", for every member of a gang against every pod in the cluster. A selector is parsed once
+per pod template into a :class:`LabelSelector` (hashable, so templates that share one share every
+computation keyed on it) and answers :meth:`LabelSelector.matches` without touching JSON.
+:meth:`LabelSelector.index_keys` tells the pod index which label pairs a matching pod must carry,
+so a lookup starts from the few pods that could match instead of all of them.
+
+Semantics are apimachinery's ``LabelSelectorAsSelector``: ``matchLabels`` and
+``matchExpressions`` are ANDed; an empty selector matches everything, an absent (nil) one
+nothing; ``In``/``NotIn`` need values, ``Exists``/``DoesNotExist`` take none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+# Go regexes from k8s.io/apimachinery/pkg/util/validation, matched with re.fullmatch.
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def is_label_key(key: str) -> bool:
+    """A qualified name with an optional DNS subdomain prefix (``IsQualifiedName``)."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or _DNS1123_SUBDOMAIN.fullmatch(prefix) is None):
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
+def is_label_value(value: str) -> bool:
+    """``IsValidLabelValue``: empty, or up to 63 alphanumerics with ``-_.`` inside."""
+    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+
+
+class SelectorError(ValueError):
+    """A selector that cannot be read; the message starts with the field's path."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    key: str
+    operator: str  # one of SELECTOR_OPERATORS
+    values: frozenset[str]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        return value is None  # DoesNotExist
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """Requirements ANDed; ``nothing`` is the nil selector, which matches no object."""
+
+    requirements: tuple[Requirement, ...] = ()
+    nothing: bool = False
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.nothing:
+            return False
+        return all(requirement.matches(labels) for requirement in self.requirements)
+
+    def index_keys(self) -> list[tuple[str, str]] | None:
+        """The label pairs of the most selective ``In`` requirement: every matching object
+        carries one of them. ``None`` when no requirement narrows the search."""
+        best: frozenset[str] | None = None
+        key = ""
+        for requirement in self.requirements:
+            if requirement.operator == "In" and (
+                best is None or len(requirement.values) < len(best)
+            ):
+                best, key = requirement.values, requirement.key
+        return None if best is None else [(key, value) for value in sorted(best)]
+
+    def with_requirements(self, more: tuple[Requirement, ...]) -> LabelSelector:
+        if self.nothing or not more:
+            return self
+        return LabelSelector(self.requirements + more)
+
+
+EVERYTHING: Final = LabelSelector()
+NOTHING: Final = LabelSelector(nothing=True)
+
+
+def parse_selector(raw: Any, where: str) -> LabelSelector:
+    """A ``metav1.LabelSelector`` from JSON; ``None`` (absent) gives :data:`NOTHING`."""
+    if raw is None:
+        return NOTHING
+    if not isinstance(raw, Mapping):
+        raise SelectorError(f"{where}: expected an object")
+    requirements: list[Requirement] = []
+    match_labels = raw.get("matchLabels") or {}
+    if not isinstance(match_labels, Mapping):
+        raise SelectorError(f"{where}.matchLabels: expected an object")
+    for key, value in sorted(match_labels.items()):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise SelectorError(f"{where}.matchLabels[{key}]: expected a string value")
+        _check_label(key, (value,), f"{where}.matchLabels")
+        requirements.append(Requirement(key, "In", frozenset((value,))))
+    expressions = raw.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        raise SelectorError(f"{where}.matchExpressions: expected a list")
+    for i, expression in enumerate(expressions):
+        at = f"{where}.matchExpressions[{i}]"
+        if not isinstance(expression, Mapping):
+            raise SelectorError(f"{at}: expected an object")
+        key, operator = expression.get("key"), expression.get("operator")
+        values = expression.get("values") or []
+        if not isinstance(key, str) or not key:
+            raise SelectorError(f"{at}.key: required")
+        if operator not in SELECTOR_OPERATORS:
+            raise SelectorError(f"{at}.operator: not a valid selector operator: {operator!r}")
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise SelectorError(f"{at}.values: expected a list of strings")
+        if operator in ("In", "NotIn") and not values:
+            raise SelectorError(
+                f"{at}.values: must be specified when `operator` is 'In' or 'NotIn'"
+            )
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise SelectorError(
+                f"{at}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            )
+        _check_label(key, values, at)
+        requirements.append(Requirement(key, str(operator), frozenset(values)))
+    return LabelSelector(tuple(requirements))
+
+
+def _check_label(key: str, values: Any, where: str) -> None:
+    """Refuse what ``labels.NewRequirement`` refuses: an invalid key or value."""
+    if not is_label_key(key):
+        raise SelectorError(f"{where}: invalid label key {key!r}")
+    for i, value in enumerate(values):
+        if not is_label_value(value):
+            raise SelectorError(
+                f"{where}.values[{i}]: Invalid value: {value!r}: a valid label must be an empty "
+                "string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+                "and end with an alphanumeric character"
+            )
+
+
+def label_key_requirements(
+    keys: Any, labels: Mapping[str, str], operator: str, where: str
+) -> tuple[Requirement, ...]:
+    """``matchLabelKeys`` (``In``) / ``mismatchLabelKeys`` (``NotIn``): one requirement per key
+    the pod carries, with the pod's own value (keys it lacks are ignored, as upstream does)."""
+    if keys is None:
+        return ()
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise SelectorError(f"{where}: expected a list of strings")
+    return tuple(
+        Requirement(key, operator, frozenset((labels[key],))) for key in keys if key in labels
+    )

@@ -1,0 +1,67 @@
+"""Topology domains: for a label key, which domain each node row belongs to, as an int array.
+
+Why this exists: pod affinity, topology spread and gang packing all ask "which nodes share this
+node's zone (or host, or rack)?". Answering it with a per-row integer array turns a rule into
+numpy indexing: count matching pods per domain id once, then ``counts[ids]`` is every node's
+answer at once. Domains depend only on node labels, so one ``NodeDomains`` serves every
+snapshot of a node-set version (the cache hands out a new one when the version changes) and
+computes each key's array on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.state.nodefacts import NodeFacts
+
+Ids = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Domains:
+    """One topology key: ``ids[row]`` is the row's domain (-1: the node lacks the label)."""
+
+    ids: Ids
+    values: list[str]  # domain id → label value
+    id_of: Mapping[str, int]
+
+
+@dataclass(slots=True)
+class NodeDomains:
+    facts: Sequence[NodeFacts | None]
+    #: node name → row, for every live node
+    row_of: dict[str, int] = field(default_factory=dict)
+    _by_key: dict[str, Domains] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.row_of:
+            self.row_of = {f.name: row for row, f in enumerate(self.facts) if f is not None}
+
+    def __call__(self, key: str) -> Domains:
+        found = self._by_key.get(key)
+        if found is None:
+            id_of: dict[str, int] = {}
+            ids = np.full(len(self.facts), -1, dtype=np.int64)
+            for row, facts in enumerate(self.facts):
+                if facts is not None:
+                    value = facts.labels.get(key)
+                    if value is not None:
+                        ids[row] = id_of.setdefault(value, len(id_of))
+            found = self._by_key[key] = Domains(ids, list(id_of), id_of)
+        return found
+
+    def count(self, key: str, nodes: Mapping[str, int]) -> npt.NDArray[np.int64]:
+        """Per domain of ``key``: the sum of ``nodes``' counts over the nodes in it."""
+        domains = self(key)
+        counts = np.zeros(len(domains.values), dtype=np.int64)
+        for name, n in nodes.items():
+            row = self.row_of.get(name)
+            if row is not None:
+                domain = domains.ids[row]
+                if domain >= 0:
+                    counts[domain] += n
+        return counts
