@@ -73,6 +73,16 @@ CLUSTER_PERMISSIONS = {
     ("", "namespaces", "get"),
     ("", "namespaces", "list"),
     ("", "namespaces", "watch"),
+    *(
+        ("", resource, verb)
+        for resource in ("persistentvolumeclaims", "persistentvolumes")
+        for verb in ("get", "list", "watch", "patch")
+    ),
+    *(
+        ("storage.k8s.io", resource, verb)
+        for resource in ("storageclasses", "csinodes")
+        for verb in ("get", "list", "watch")
+    ),
     ("", "events", "create"),
     (POD_GROUP_GROUP, POD_GROUP_PLURAL, "get"),
     (POD_GROUP_GROUP, POD_GROUP_PLURAL, "list"),

@@ -26,6 +26,7 @@ from gang.scheduling.plugins import (
     MinResources,
 )
 from gang.scheduling.topologyspread import PodTopologySpread, parse_default_constraints
+from gang.scheduling.volumes import VolumeBinding
 
 ENTRY_POINT_GROUP = "gang.plugins"
 Factory = Callable[..., Any]
@@ -43,6 +44,9 @@ def _builtin_factories() -> dict[str, Factory]:
     )
     factories["DefaultBinder"] = lambda args, ctx: DefaultBinder(ctx.kube)
     factories["InterPodAffinity"] = _inter_pod_affinity
+    factories["VolumeBinding"] = lambda args, ctx: VolumeBinding(
+        ctx.kube, ctx.cache, float(args.get("bind_timeout_seconds", 600))
+    )
     factories["PodTopologySpread"] = lambda args, ctx: PodTopologySpread(
         parse_default_constraints(args.get("default_constraints"))
     )
@@ -124,12 +128,16 @@ def default_plugins(config: SchedulerConfig) -> list[tuple[str, int]]:
     return [
         ("PrioritySort", 0),
         ("PodGroupReady", 0),
+        ("UnsupportedFields", 0),
         ("MinResources", 0),
         ("NodeUnschedulable", 0),
         ("TaintToleration", w.taint_toleration),
         ("NodeAffinity", w.node_affinity),
         ("NodePorts", 0),
         ("NodeResourcesFit", 0),
+        ("NodeVolumeLimits", 0),
+        ("VolumeBinding", 0),
+        ("VolumeZone", 0),
         ("PodTopologySpread", w.pod_topology_spread),
         ("InterPodAffinity", w.inter_pod_affinity),
         ("LeastAllocated", w.least_allocated),

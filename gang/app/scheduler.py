@@ -22,7 +22,16 @@ from gang.binding.binder import Binder
 from gang.binding.reporter import PODGROUPS, KubeReporter
 from gang.kube.informer import Informer
 from gang.kube.ratelimit import TokenBucket
-from gang.kube.transport import NAMESPACES, NODES, PODS, Kube
+from gang.kube.transport import (
+    CSI_NODES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
+    Kube,
+)
 from gang.models.settings import SchedulerConfig
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
@@ -102,7 +111,9 @@ class GangScheduler:
             backoff_max=cfg.backoff_max_seconds,
             flush_after=cfg.unschedulable_flush_seconds,
         )
-        self.profiles = build_profiles(cfg, PluginContext(cfg, self.cache.index, self.kube))
+        self.profiles = build_profiles(
+            cfg, PluginContext(cfg, self.cache.index, self.kube, self.cache)
+        )
         names = list(self.profiles)
         self.reporter = KubeReporter(self.kube, names[0], self.instance)
         self.state = ClusterState(
@@ -137,6 +148,10 @@ class GangScheduler:
             )
             for kind, handler in (
                 (NAMESPACES, self.state.namespaces),
+                (PVCS, self.state.storage["claims"]),
+                (PVS, self.state.storage["volumes"]),
+                (STORAGE_CLASSES, self.state.storage["classes"]),
+                (CSI_NODES, self.state.storage["csinodes"]),
                 (NODES, self.state.nodes),
                 (PODGROUPS, self.state.groups),
                 (PODS, self.state.pods),

@@ -20,6 +20,7 @@ from typing import Any
 from gang.kube.transport import Kind, Kube, KubeError
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_PLURAL, POD_GROUP_VERSION, PodGroupInfo
 from gang.scheduling.gang import Gang
+from gang.scheduling.plugins import unsupported_message
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
         conditions.append(
             _condition(previous, "Valid", "False", "InvalidSpec", gang.podgroup.error)
         )
+    refused = unsupported_message(gang)
+    if refused is not None:
+        conditions.append(_condition(previous, "Supported", "False", "UnsupportedField", refused))
     if phase in ("Pending", "Scheduling"):
         message = gang.last_failure or f"{gang.placed()}/{need} members placed"
         conditions.append(_condition(previous, "Scheduled", "False", "Unschedulable", message))

@@ -328,6 +328,22 @@ class Kube:
             )
         )
 
+    async def patch_claim(self, namespace: str, name: str, patch: Obj) -> None:
+        """A JSON merge patch on a PersistentVolumeClaim (VolumeBinding's selected-node)."""
+        await self.request(
+            lambda: self.core.patch_namespaced_persistent_volume_claim(
+                name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
+            )
+        )
+
+    async def patch_volume(self, name: str, patch: Obj) -> None:
+        """A JSON merge patch on a PersistentVolume (VolumeBinding's claimRef)."""
+        await self.request(
+            lambda: self.core.patch_persistent_volume(
+                name, patch, _content_type=MERGE_PATCH, _preload_content=False
+            )
+        )
+
     async def create_event(self, namespace: str, event: Obj) -> None:
         await self.request(
             self._direct("POST", f"/api/v1/namespaces/{quote(namespace)}/events", event),

@@ -297,6 +297,8 @@ class PluginContext:
     config: Any  # gang.models.settings.SchedulerConfig
     index: ResourceIndex
     kube: Any  # gang.kube.transport.Kube
+    #: the live cluster cache (read by plugins that act at PreBind); None when checking config
+    cache: Any = None  # gang.state.cache.ClusterCache
 
 
 @dataclass(slots=True)

@@ -104,7 +104,11 @@ class Gang:
         """A stand-in for a member not created yet, shaped like ``template``. Its name cannot
         be a real pod's (``~`` is not allowed in object names)."""
         name = f"{self.key.group or self.key.pod}~placeholder-{index}"
-        return replace(template, name=name, uid=f"placeholder:{self.key}:{index}", node_name="")
+        # a member not created yet mounts claims nobody knows: the template's are not its own
+        rules = replace(template.rules, claims=())
+        return replace(
+            template, name=name, uid=f"placeholder:{self.key}:{index}", node_name="", rules=rules
+        )
 
     def is_pending(self, p: PodInfo) -> bool:
         """Waits for placement: ours, unassigned, alive, not gated, not reserved."""
@@ -115,6 +119,15 @@ class Gang:
             and not p.scheduling_gated
             and p.key not in self.reserved
         )
+
+    def unsupported(self) -> dict[str, list[str]]:
+        """Fields gang cannot honour yet, each with the unbound members that use it."""
+        found: dict[str, list[str]] = {}
+        for pod in self.members.values():
+            if not pod.assigned:
+                for what in pod.rules.unsupported:
+                    found.setdefault(what, []).append(pod.name)
+        return found
 
     def pending(self) -> list[PodInfo]:
         return [p for p in self.members.values() if self.is_pending(p)]

@@ -32,6 +32,7 @@ from gang.scheduling.framework import (
 from gang.scheduling.gang import Gang
 from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.topologyspread import PodTopologySpread
+from gang.scheduling.volumes import NodeVolumeLimits, VolumeBinding, VolumeZone
 from gang.state.cache import Snapshot
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import QOS_RANK, Constraints, PodInfo
@@ -82,6 +83,30 @@ class PodGroupReady:
         if gang.podgroup.error is not None:
             return f"PodGroup {ns}/{name} is invalid: {gang.podgroup.error}"
         return None
+
+
+class UnsupportedFields:
+    """A gang with a member using a field gang cannot honour yet (e.g. ``spec.resourceClaims``)
+    is not placed: placing it would break a rule its users wrote without saying so."""
+
+    name = "UnsupportedFields"
+
+    def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
+        return unsupported_message(gang)
+
+
+def unsupported_message(gang: Gang) -> str | None:
+    """Why the gang is refused, naming each field and the pods using it; None if nothing is."""
+    found = gang.unsupported()
+    if not found:
+        return None
+    parts = []
+    for what, pods in sorted(found.items()):
+        shown = ", ".join(sorted(pods)[:3]) + (
+            f" and {len(pods) - 3} more" if len(pods) > 3 else ""
+        )
+        parts.append(f"{what} (pod {shown})")
+    return "gang does not support " + "; ".join(parts) + " yet: the pods are not placed"
 
 
 @dataclass(slots=True)
@@ -268,9 +293,17 @@ def default_filters() -> list[StaticFilterPlugin]:
 
 
 def default_node_filters() -> list[NodeFilterPlugin]:
-    """Then NodePorts, NodeResourcesFit, PodTopologySpread and InterPodAffinity, against the
-    live snapshot (kube-scheduler's order)."""
-    return [NodePorts(), NodeResourcesFit(), PodTopologySpread(), InterPodAffinity()]
+    """Then NodePorts, NodeResourcesFit, the volume rules, PodTopologySpread and
+    InterPodAffinity, against the live snapshot (kube-scheduler's order)."""
+    return [
+        NodePorts(),
+        NodeResourcesFit(),
+        NodeVolumeLimits(),
+        VolumeBinding(),
+        VolumeZone(),
+        PodTopologySpread(),
+        InterPodAffinity(),
+    ]
 
 
 # --- Score --------------------------------------------------------------------------------
@@ -374,6 +407,7 @@ BUILTIN: dict[str, type] = {
     for cls in (
         PrioritySort,
         PodGroupReady,
+        UnsupportedFields,
         NodeUnschedulable,
         TaintToleration,
         NodeAffinity,
@@ -387,6 +421,9 @@ BUILTIN: dict[str, type] = {
 }
 BUILTIN["InterPodAffinity"] = InterPodAffinity
 BUILTIN["PodTopologySpread"] = PodTopologySpread
+BUILTIN["NodeVolumeLimits"] = NodeVolumeLimits
+BUILTIN["VolumeBinding"] = VolumeBinding
+BUILTIN["VolumeZone"] = VolumeZone
 BUILTIN["MinResources"] = MinResources
 BUILTIN["GangPermit"] = GangPermit
 

@@ -56,6 +56,7 @@ __all__ = [
     "preferred_node_weight",
     "summarize",
     "taint_reason",
+    "term_matches",
     "tolerates",
     "untolerated_prefer_no_schedule",
     "used_host_ports",
@@ -144,7 +145,7 @@ def check_node_affinity(c: Constraints, node: NodeFacts) -> str | None:
     for key, value in c.node_selector:
         if labels.get(key) != value:
             return REASON_NODE_SELECTOR
-    if c.required_terms and not any(_term_matches(t, node) for t in c.required_terms):
+    if c.required_terms and not any(term_matches(t, node) for t in c.required_terms):
         return REASON_NODE_SELECTOR
     return None
 
@@ -154,10 +155,10 @@ def preferred_node_weight(
 ) -> int:
     """NodeAffinity's score input: the summed weights of the preferred terms the node matches
     (a term that cannot match any node, e.g. an empty one, adds nothing)."""
-    return sum(weight for weight, term in preferred if _term_matches(term, node))
+    return sum(weight for weight, term in preferred if term_matches(term, node))
 
 
-def _term_matches(term: NodeSelectorTerm, node: NodeFacts) -> bool:
+def term_matches(term: NodeSelectorTerm, node: NodeFacts) -> bool:
     """One ``nodeSelectorTerm``: all expressions and all fields, ANDed.
 
     Mirrors component-helpers: a term with neither expressions nor fields, or one that fails to

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
+STORAGE_KINDS = ("claims", "volumes", "classes", "csinodes")
 
 
 class Reporter(Protocol):
@@ -76,6 +77,8 @@ class ClusterState:
         self.nodes = _Handler(self._upsert_node, self._delete_node)
         self.groups = _Handler(self._upsert_podgroup, self._delete_podgroup)
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
+        #: PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes
+        self.storage = {kind: self._storage_handler(kind) for kind in STORAGE_KINDS}
 
     # --- pods ----------------------------------------------------------------------------
 
@@ -296,6 +299,18 @@ class ClusterState:
 
     def _delete_namespace(self, key: Key, raw: Obj | None) -> None:
         self.cache.remove_namespace(key[1])
+
+    # --- storage (for the volume rules) -----------------------------------------------------
+
+    def _storage_handler(self, kind: str) -> _Handler:
+        def upsert(raw: Obj) -> None:
+            if self.cache.volumes.upsert(kind, raw):
+                self.queue.activate_unschedulable()  # a claim bound, a volume appeared, ...
+
+        def delete(key: Key, raw: Obj | None) -> None:
+            self.cache.volumes.remove(kind, key[0], key[1])
+
+        return _Handler(upsert, delete)
 
     # --- PodGroups -----------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gang.sim import errors, events, pods, workloads
+from gang.sim import errors, events, pods, storage, workloads
 from gang.sim.errors import ApiError
 from gang.sim.patch import JSON_PATCH, PatchError, UnsupportedPatchType, apply_patch
 from gang.sim.resources import Registry, ResourceType
@@ -47,6 +47,8 @@ SYSTEM_PRIORITY_CLASSES = (
     ("system-cluster-critical", 2000000000),
 )
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: the label every namespace carries, set (and reset) by the server on every write
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def rfc3339(seconds: float) -> str:
@@ -85,6 +87,10 @@ class SimApi:
         self.rt_services = self.registry.by_key("/v1/services")
         self.rt_jobs = self.registry.by_key("batch/v1/jobs")
         self.rt_statefulsets = self.registry.by_key("apps/v1/statefulsets")
+        self.rt_pvcs = self.registry.by_key("/v1/persistentvolumeclaims")
+        self.rt_pvs = self.registry.by_key("/v1/persistentvolumes")
+        self.rt_storage_classes = self.registry.by_key("storage.k8s.io/v1/storageclasses")
+        self.rt_csinodes = self.registry.by_key("storage.k8s.io/v1/csinodes")
 
     def bootstrap(self) -> None:
         """What a fresh cluster has: the standard namespaces and system priority classes."""
@@ -237,7 +243,10 @@ class SimApi:
             spec["taints"] = taints
             return {**obj, "spec": spec}
         if rt is self.rt_namespaces:
+            _label_namespace(obj["metadata"])
             return {**obj, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        if rt in (self.rt_pvcs, self.rt_pvs, self.rt_storage_classes):
+            return self._admit_storage(rt, obj)
         if rt is self.rt_priority:
             obj.setdefault("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
             self._validate_priority_class(obj)
@@ -250,6 +259,17 @@ class SimApi:
         if rt.has_status and not rt.builtin:
             obj.pop("status", None)  # custom resources with a status subresource drop it on create
         return obj
+
+    def _admit_storage(self, rt: ResourceType, obj: Obj) -> Obj:
+        try:
+            if rt is self.rt_pvcs:
+                classes = self.store.items(self.rt_storage_classes.storage_key)
+                return storage.admit_claim(obj, storage.default_class(classes))
+            if rt is self.rt_pvs:
+                return storage.admit_volume(obj, self._now())
+            return storage.admit_storage_class(obj)
+        except workloads.WorkloadRejected as rejected:
+            raise errors.invalid(rt, obj["metadata"]["name"], rejected.causes) from None
 
     def _admit_pod(self, obj: Obj) -> Obj:
         name = obj["metadata"]["name"]
@@ -458,6 +478,9 @@ class SimApi:
                     raise self._pod_error(name, rejected) from None
             if "generation" in cur_meta and _spec_of(obj) != _spec_of(current):
                 meta["generation"] = cur_meta["generation"] + 1
+            self._default_on_update(rt, obj)
+        if rt is self.rt_namespaces:
+            obj["metadata"] = _label_namespace(dict(obj["metadata"]))
         obj["metadata"] = {**obj["metadata"], "resourceVersion": cur_meta["resourceVersion"]}
         if obj == current:
             return self.to_view(rt, current)  # a no-op write does not bump the resourceVersion
@@ -476,6 +499,17 @@ class SimApi:
             # graceful deletion still waits for its grace period, as shouldDeleteDuringUpdate)
             return self.to_view(rt, self.store.commit(rt.storage_key, obj, deleted=True))
         return self.to_view(rt, self.store.commit(rt.storage_key, obj))
+
+    def _default_on_update(self, rt: ResourceType, obj: Obj) -> None:
+        """The v1 defaults a real server applies when it decodes any write, not only a create."""
+        if rt in (self.rt_pvcs, self.rt_pvs):
+            spec = obj["spec"] = dict(obj.get("spec") or {})
+            spec.setdefault("volumeMode", "Filesystem")
+            if rt is self.rt_pvs:
+                spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+        elif rt is self.rt_storage_classes:
+            obj.setdefault("reclaimPolicy", "Delete")
+            obj.setdefault("volumeBindingMode", "Immediate")
 
     # --- delete --------------------------------------------------------------------------
 
@@ -568,15 +602,15 @@ class SimApi:
 
     def _empty_namespace(self, namespace: str) -> None:
         storages = {t.storage_key for t in self.registry.types if t.namespaced}
-        for storage in storages:
-            for obj in list(self.store.items(storage, namespace)):
+        for storage_key in storages:
+            for obj in list(self.store.items(storage_key, namespace)):
                 obj_meta = obj["metadata"]
                 if obj_meta.get("finalizers"):
                     obj = {
                         **obj,
                         "metadata": {k: v for k, v in obj_meta.items() if k != "finalizers"},
                     }
-                self.store.commit(storage, {**obj}, deleted=True)
+                self.store.commit(storage_key, {**obj}, deleted=True)
 
     def delete_collection(
         self, rt: ResourceType, victims: list[Obj], options: DeleteOptions
@@ -667,6 +701,12 @@ _WORKLOAD_ADMISSION: dict[str, Callable[[Obj], Obj]] = {
 def _is_set_resource_version(rv: Any) -> bool:
     """What etcd3's Create refuses: a resourceVersion that parses as a non-zero uint64."""
     return isinstance(rv, str) and rv.isascii() and rv.isdigit() and 0 < int(rv) < 2**64
+
+
+def _label_namespace(meta: Obj) -> Obj:
+    """SetDefaults_Namespace: the ``kubernetes.io/metadata.name`` label is always the name."""
+    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta["name"]}
+    return meta
 
 
 def _spec_of(obj: Obj) -> Any:

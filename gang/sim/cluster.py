@@ -10,8 +10,10 @@ HTTP, exactly as to a real cluster; nothing in the scheduler imports this packag
             ...
 
 Like a real cluster it runs the Job and StatefulSet controllers (``gang.sim.controllers``) by
-default, so ``batch/v1`` Jobs and ``apps/v1`` StatefulSets turn into pods; ``controllers=False``
-leaves them inert (only the objects are stored). The kubelet stand-in is off by default.
+default, so ``batch/v1`` Jobs and ``apps/v1`` StatefulSets turn into pods, and a PV controller
+with a dynamic provisioner (``gang.sim.volumes``), so PersistentVolumeClaims get bound;
+``controllers=False`` leaves them all inert (only the objects are stored). The kubelet stand-in
+is off by default.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gang.sim.kubelet import Kubelet, KubeletConfig
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
 from gang.sim.server import ServerConfig, SimServer
 from gang.sim.store import Store
+from gang.sim.volumes import VolumeController
 
 
 def kubeconfig_document(
@@ -72,6 +75,7 @@ class SimCluster:
         kubeconfig_path: str | Path | None = None,
         node_controller: bool = True,
         controllers: bool = True,
+        provisioning_delay: float = 0.0,
     ) -> None:
         self.store = Store(history_size=history_size)
         self.api = SimApi(self.store, node_controller=node_controller)
@@ -92,6 +96,9 @@ class SimCluster:
         self.kubelet = Kubelet(self.api, kubelet_config) if kubelet_config else None
         #: the Job and StatefulSet controller stand-ins (None with ``controllers=False``)
         self.controllers = Controllers(self.api) if controllers else None
+        #: the PV controller and provisioner stand-in (None with ``controllers=False``); its
+        #: ``provisioning_delay`` (seconds before a provisioned volume appears) may change live
+        self.volumes = VolumeController(self.api, provisioning_delay) if controllers else None
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
@@ -116,6 +123,8 @@ class SimCluster:
             self.add_nodes(self._pools)
         if self.controllers is not None:
             self.controllers.start()
+        if self.volumes is not None:
+            self.volumes.start()
         if self.port == 0:
             self.port = _free_port(self.host)
         await self.start_server()
@@ -128,6 +137,8 @@ class SimCluster:
             self.kubelet.stop()
         if self.controllers is not None:
             self.controllers.stop()
+        if self.volumes is not None:
+            self.volumes.stop()
         await self.stop_server()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()

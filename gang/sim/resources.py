@@ -138,6 +138,25 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=("all",),
         subresources=("status",),
     ),
+    # Storage, for the volume controller stand-in (``gang.sim.volumes``).
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        namespaced=True,
+        short_names=("pvc",),
+        subresources=("status",),
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        namespaced=False,
+        short_names=("pv",),
+        subresources=("status",),
+    ),
     ResourceType(
         "",
         "v1",
@@ -201,6 +220,15 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         namespaced=False,
         short_names=("pc",),
     ),
+    ResourceType(
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        "StorageClass",
+        namespaced=False,
+        short_names=("sc",),
+    ),
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", namespaced=False),
     # Workloads, for the Job and StatefulSet controller stand-ins (``gang.sim.controllers``).
     ResourceType(
         "batch",

@@ -44,6 +44,7 @@ from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
 from gang.state.resources import ResourceIndex, Vector
 from gang.state.topology import NodeDomains
+from gang.state.volumes import VolumeCatalog
 
 Key = tuple[str, str]
 
@@ -89,6 +90,8 @@ class Snapshot:
     pods: PodIndex = field(default_factory=PodIndex)
     #: namespace name → its labels (for namespaceSelector), live like ``pods``
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: claims, volumes, storage classes, CSI limits; live like ``pods``
+    volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
 
 
 class ClusterCache:
@@ -108,6 +111,7 @@ class ClusterCache:
         self.version = 0
         self.pods_by_label = PodIndex()
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
+        self.volumes = VolumeCatalog()
         self._domains = NodeDomains([])
         self._domains_version = -1
 
@@ -316,6 +320,7 @@ class ClusterCache:
             domains=self.domains(),
             pods=self.pods_by_label,
             namespace_labels=self.namespace_labels,
+            volumes=self.volumes,
         )
 
     def free_of(self, name: str) -> dict[str, int]:

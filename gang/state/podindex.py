@@ -42,6 +42,7 @@ class IndexedPod:
     node: str
     affinity: PodAffinity
     deleting: bool
+    claims: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -53,6 +54,8 @@ class PodIndex:
     #: terms whose selector needs one of these label pairs; ``term_anywhere`` the others
     term_by_label: dict[tuple[str, str], set[TermKey]] = field(default_factory=dict)
     term_anywhere: set[TermKey] = field(default_factory=set)
+    #: node → the pods there that mount claims (for per-node volume limits)
+    with_claims: dict[str, dict[Key, IndexedPod]] = field(default_factory=dict)
 
     # --- keeping it in step ------------------------------------------------------------------
 
@@ -65,13 +68,22 @@ class PodIndex:
                 and old.labels == info.labels
                 and old.deleting == info.deleting
                 and old.affinity is info.rules.pod_affinity
+                and old.claims is info.rules.claims
             ):
                 return
             self.remove(info.key)
         pod = IndexedPod(
-            info.key, info.namespace, info.labels, node, info.rules.pod_affinity, info.deleting
+            info.key,
+            info.namespace,
+            info.labels,
+            node,
+            info.rules.pod_affinity,
+            info.deleting,
+            info.rules.claims,
         )
         self.pods[pod.key] = pod
+        if pod.claims:
+            self.with_claims.setdefault(node, {})[pod.key] = pod
         for pair in pod.labels.items():
             self.by_label.setdefault(pair, {})[pod.key] = pod
         for term_key in _terms(pod.affinity):
@@ -89,6 +101,11 @@ class PodIndex:
         pod = self.pods.pop(key, None)
         if pod is None:
             return
+        if pod.claims:
+            on_node = self.with_claims.get(pod.node, {})
+            on_node.pop(key, None)
+            if not on_node:
+                self.with_claims.pop(pod.node, None)
         for pair in pod.labels.items():
             holders = self.by_label.get(pair)
             if holders is not None:

@@ -65,7 +65,7 @@ def filter_verdicts(plugin: Any, w: World) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for row, name in enumerate(w.snap.names):
         if name:
-            out[name] = None if mask[row] else "; ".join(plugin.reasons(view, row))
+            out[name] = None if mask[row] else ", ".join(plugin.reasons(view, row))
     return out
 
 
@@ -118,3 +118,43 @@ def check(case: dict[str, Any], plugin: Any) -> None:
             assert domains_num == case["domains_num"]
     else:
         raise AssertionError(f"unknown kind {case['kind']}")
+
+
+def storage_world(case: dict[str, Any]) -> World:
+    """``world`` plus the case's claims, volumes, storage classes and CSINodes."""
+    cache = ClusterCache()
+    for node in case["nodes"]:
+        cache.upsert_node(node)
+    catalog = cache.volumes
+    for kind, key in (
+        ("claims", "pvcs"),
+        ("volumes", "pvs"),
+        ("classes", "storageclasses"),
+        ("csinodes", "csinodes"),
+    ):
+        for raw in case.get(key) or []:
+            obj = dict(raw)
+            if kind == "claims":
+                obj["metadata"] = {"namespace": "default", **raw["metadata"]}
+            catalog.upsert(kind, obj)
+    for i, raw in enumerate(case.get("existing") or []):
+        cache.upsert_pod(parse_pod(_pod(raw, f"ex-{i}")))
+    incoming = parse_pod(_pod(case["pod"], "p"))
+    return World(cache, cache.snapshot(), incoming)
+
+
+def check_volumes(case: dict[str, Any], plugin: Any) -> None:
+    """Assert gang's volume plugin reproduces the case (PreFilter verdict, then Filter)."""
+    from gang.scheduling.volumes import claim_problem
+
+    w = storage_world(case)
+    if plugin.name == "VolumeBinding":
+        problem = claim_problem(w.snap.volumes, w.pod)
+        assert problem == case.get("prefilter_error")
+        if problem is not None:
+            return
+    verdicts = filter_verdicts(plugin, w)
+    feasible = sorted(n for n, reason in verdicts.items() if reason is None)
+    assert feasible == sorted(case.get("feasible") or [])
+    for node, reason in (case.get("reasons") or {}).items():
+        assert verdicts[node] == reason, node

@@ -23,7 +23,13 @@ def profiles(**config: Any) -> dict[str, Any]:
 def test_default_profile_has_every_builtin_at_its_points() -> None:
     p = profiles()["gang-scheduler"]
     assert p.queue_sort.name == "PrioritySort"
-    assert [f.name for f in p.pre_filters] == ["PodGroupReady", "MinResources"]
+    assert [f.name for f in p.pre_filters] == [
+        "PodGroupReady",
+        "UnsupportedFields",
+        "MinResources",
+        "VolumeBinding",
+    ]
+    assert [x.name for x in p.pre_binds] == ["VolumeBinding"]
     assert [f.name for f in p.static_filters] == [
         "NodeUnschedulable",
         "TaintToleration",
@@ -32,6 +38,9 @@ def test_default_profile_has_every_builtin_at_its_points() -> None:
     assert [f.name for f in p.node_filters] == [
         "NodePorts",
         "NodeResourcesFit",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     ]

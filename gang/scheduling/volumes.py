@@ -1,0 +1,470 @@
+"""Volume rules: VolumeBinding, VolumeZone and NodeVolumeLimits, for whole gangs.
+
+Why this exists: a pod that mounts a local or zonal disk can only run where the disk is; a
+``WaitForFirstConsumer`` claim gets its disk where the scheduler puts the pod; a CSI driver can
+attach only so many volumes to one node. Ignoring these binds pods that never start. Each plugin
+ports its kube-scheduler namesake, reasons word for word:
+
+- VolumeBinding. PreFilter: every claim must exist and not be deleting; a bound claim's volume
+  must exist; an unbound claim of an ``Immediate`` class (or of no class) waits for the volume
+  controller ("pod has unbound immediate PersistentVolumeClaims"). Filter: a bound volume's
+  ``nodeAffinity`` must match the node; an unbound ``WaitForFirstConsumer`` claim needs an
+  available matching volume there, or a provisioner whose ``allowedTopologies`` admit the node.
+  PreBind: the claim gets ``volume.kubernetes.io/selected-node`` (or the chosen volume its
+  ``claimRef``), and the pod is bound only once the claim is bound to a volume that reaches the
+  node.
+- VolumeZone: a bound volume's zone/region labels must include the node's.
+- NodeVolumeLimits: the node's CSINode ``allocatable.count`` per driver must cover the volumes
+  already attached there plus the pod's new ones (one volume counted once however many pods
+  share it).
+
+Gang-aware: members placed earlier in the same cycle count like pods already there — they take
+the static volumes they would bind (two members never count the same local disk) and their
+volumes count against a node's attach limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.scheduling import predicates
+from gang.scheduling.framework import Mask, NodeFilterInput, Placed
+from gang.state.cache import ClusterCache, Snapshot
+from gang.state.nodefacts import NodeFacts
+from gang.state.podinfo import NodeSelectorTerm, PodInfo
+from gang.state.volumes import (
+    ANN_SELECTED_NODE,
+    Claim,
+    Volume,
+    VolumeCatalog,
+)
+
+if TYPE_CHECKING:
+    from gang.scheduling.gang import Gang
+
+log = logging.getLogger(__name__)
+
+REASON_NODE_CONFLICT: Final = "node(s) had volume node affinity conflict"
+REASON_NO_VOLUME: Final = "node(s) didn't find available persistent volumes to bind"
+REASON_ZONE: Final = "node(s) had no available volume zone"
+REASON_LIMIT: Final = "node(s) exceed max volume count"
+REASON_PV_MISSING: Final = (
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+)
+REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
+#: VolumeBinding's Filter reasons, in the order kube-scheduler lists them for one node
+_BINDING_REASONS: Final = (REASON_NODE_CONFLICT, REASON_NO_VOLUME, REASON_PV_MISSING)
+Key = tuple[str, str]
+
+
+def _terms_mask(snap: Snapshot, terms: tuple[NodeSelectorTerm, ...]) -> Mask:
+    """Rows whose node matches any of the node selector terms (no terms: every live row)."""
+    if not terms:
+        return snap.valid.copy()
+    return np.array(
+        [f is not None and any(predicates.term_matches(t, f) for t in terms) for f in snap.facts],
+        dtype=np.bool_,
+    )
+
+
+def claim_problem(catalog: VolumeCatalog, pod: PodInfo) -> str | None:
+    """kube-scheduler's VolumeBinding PreFilter verdict for ``pod``: why it cannot be placed
+    on any node now, or None."""
+    unbound_immediate = False
+    for name in pod.rules.claims:
+        claim = catalog.claims.get((pod.namespace, name))
+        if claim is None:
+            rejected = catalog.rejected.get(("claims", pod.namespace, name))
+            return rejected or f'persistentvolumeclaim "{name}" not found'
+        if claim.deleting:
+            return f'persistentvolumeclaim "{name}" is being deleted'
+        if claim.lost:  # its volume went away after binding
+            return (
+                f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume '
+                f'"{claim.volume_name}"'
+            )
+        if claim.bound:
+            continue  # a missing volume is Filter's reason, node by node
+        if claim.storage_class and claim.storage_class not in catalog.classes:
+            return f'storageclass.storage.k8s.io "{claim.storage_class}" not found'
+        if not catalog.delayed(claim):
+            unbound_immediate = True
+    return REASON_UNBOUND_IMMEDIATE if unbound_immediate else None
+
+
+def _fits(volume: Volume, claim: Claim) -> bool:
+    """A volume the claim could bind (``FindMatchingVolume`` without the node check)."""
+    if claim.volume_name:
+        return volume.name == claim.volume_name
+    if volume.claim_ref is not None:
+        return volume.claim_ref == (claim.namespace, claim.name) and volume.claim_uid in (
+            "",
+            claim.uid,
+        )
+    return (
+        volume.available
+        and volume.storage_class == claim.storage_class
+        and volume.capacity >= claim.request
+        and claim.access_modes <= volume.access_modes
+        and volume.volume_mode == claim.volume_mode
+    )
+
+
+@dataclass(slots=True, eq=False)
+class VolumeBinding:
+    """PreFilter + Filter + PreBind (see the module docstring)."""
+
+    kube: Any = None  # gang.kube.transport.Kube
+    #: the live cache (claims and node facts for PreBind); None where nothing is bound
+    cache: ClusterCache | None = None
+    #: how long PreBind waits for a claim to be bound (kube-scheduler's bindTimeoutSeconds)
+    bind_timeout_seconds: float = 600.0
+    name: str = "VolumeBinding"
+    _last: tuple[object, npt.NDArray[np.bool_]] | None = field(default=None, repr=False)
+    _masks: dict[tuple[object, int], Mask] = field(default_factory=dict, repr=False)
+    #: volumes chosen by a PreBind in flight (claim → volume), so two never take one
+    _chosen: dict[Key, str] = field(default_factory=dict, repr=False)
+
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        return bool(pod.rules.claims)
+
+    def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
+        for pod in gang.pending():
+            problem = claim_problem(snap.volumes, pod)
+            if problem is not None:
+                return f"{problem} (pod {pod.namespace}/{pod.name})"
+        return None
+
+    def _mask(self, snap: Snapshot, key: object, terms: tuple[NodeSelectorTerm, ...]) -> Mask:
+        cache_key = (key, snap.version)
+        found = self._masks.get(cache_key)
+        if found is None:
+            if len(self._masks) > 4096:
+                self._masks.clear()
+            found = self._masks[cache_key] = _terms_mask(snap, terms)
+        return found
+
+    def volume_rows(self, snap: Snapshot, volume: Volume) -> Mask:
+        """Rows a volume can be used from (its node affinity; every row without one)."""
+        host = volume.pinned_host()
+        if host is not None:  # a local disk: one lookup, not a pass over every node
+            mask = np.zeros(len(snap.names), dtype=np.bool_)
+            row = snap.domains.row_of.get(host)
+            if row is not None and snap.facts[row] is not None:
+                facts = snap.facts[row]
+                assert facts is not None
+                mask[row] = facts.labels.get("kubernetes.io/hostname") == host
+            return mask
+        return self._mask(snap, ("volume", volume.node_terms), volume.node_terms)
+
+    def _taken(self, snap: Snapshot, placed: Sequence[Placed]) -> set[str]:
+        """Static volumes the members placed earlier in this cycle would bind."""
+        taken: set[str] = set()
+        for member, row in placed:
+            for claim in self._unbound_delayed(snap.volumes, member):
+                chosen = self._static_for(snap, claim, row, taken)
+                if chosen is not None:
+                    taken.add(chosen)
+        return taken
+
+    @staticmethod
+    def _unbound_delayed(catalog: VolumeCatalog, pod: PodInfo) -> Iterator[Claim]:
+        for name in pod.rules.claims:
+            claim = catalog.claims.get((pod.namespace, name))
+            if claim is not None and not claim.bound and catalog.delayed(claim):
+                yield claim
+
+    def _static_for(self, snap: Snapshot, claim: Claim, row: int, taken: set[str]) -> str | None:
+        """The smallest volume the claim could bind on ``row`` (kube-scheduler's choice)."""
+        best: Volume | None = None
+        for volume in snap.volumes.volumes.values():
+            if volume.name in taken or not _fits(volume, claim):
+                continue
+            if self.volume_rows(snap, volume)[row] and (
+                best is None or volume.capacity < best.capacity
+            ):
+                best = volume
+        return best.name if best is not None else None
+
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        result: Mask = np.logical_not(np.any(self._verdict(s), axis=0))
+        return result
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        failed = self._verdict(s)[:, row]
+        return [reason for reason, bad in zip(_BINDING_REASONS, failed, strict=True) if bad]
+
+    def _verdict(self, s: NodeFilterInput) -> npt.NDArray[np.bool_]:
+        """Per reason of ``_BINDING_REASONS``, the rows it rejects (a node may have several)."""
+        if self._last is not None and self._last[0] is s:
+            return self._last[1]
+        snap, pod, catalog = s.snap, s.pod, s.snap.volumes
+        failed = np.zeros((len(_BINDING_REASONS), len(snap.names)), dtype=np.bool_)
+        delayed: list[Claim] = []
+        for name in pod.rules.claims:
+            claim = catalog.claims.get((pod.namespace, name))
+            if claim is None:
+                continue  # PreFilter said so already
+            if claim.bound:
+                volume = catalog.volumes.get(claim.volume_name)
+                if volume is None:
+                    failed[2] = True
+                else:
+                    failed[0] |= ~self.volume_rows(snap, volume)
+            elif catalog.delayed(claim):
+                delayed.append(claim)
+        if delayed:
+            failed[1] = ~self._delayed_rows(snap, delayed, self._taken(snap, s.placed))
+        self._last = (s, failed)
+        return failed
+
+    def _delayed_rows(self, snap: Snapshot, claims: list[Claim], taken: set[str]) -> Mask:
+        """Rows where every claim gets a volume: an available one (each its own) or one its
+        class can provision there."""
+        ok = snap.valid.copy()
+        static: list[Claim] = []
+        for claim in claims:
+            reachable = np.zeros(len(snap.names), dtype=np.bool_)
+            for volume in snap.volumes.volumes.values():
+                if volume.name not in taken and _fits(volume, claim):
+                    reachable |= self.volume_rows(snap, volume)
+            sc = snap.volumes.provisionable(claim)
+            if sc is not None:
+                reachable |= self._mask(snap, ("class", sc), sc.allowed_topologies)
+            else:
+                static.append(claim)
+            ok &= reachable
+        if len(static) > 1:  # several claims on one node must not count one volume twice
+            for row in np.flatnonzero(ok):
+                chosen = set(taken)
+                for claim in static:
+                    found = self._static_for(snap, claim, int(row), chosen)
+                    if found is None:
+                        ok[row] = False
+                        break
+                    chosen.add(found)
+        return ok
+
+    # --- PreBind -----------------------------------------------------------------------------
+
+    async def pre_bind(self, gang: Gang, pod: Key, node: str) -> None:
+        """Ask for each unbound claim's volume on ``node`` and wait until every claim is bound
+        to a volume reaching it (raising fails this member's binding; it is re-placed)."""
+        member = gang.members.get(pod)
+        if member is None or self.cache is None or not member.rules.claims:
+            return
+        catalog, kube = self.cache.volumes, self.kube
+        waiting: list[Claim] = []
+        for name in member.rules.claims:
+            claim = catalog.claims.get((member.namespace, name))
+            if claim is None:
+                raise RuntimeError(f'persistentvolumeclaim "{name}" not found')
+            if claim.bound:
+                continue
+            waiting.append(claim)
+            if claim.selected_node == node or claim.volume_name:
+                continue
+            volume = self._claim_static(claim, node)
+            if volume is not None:
+                self._chosen[(claim.namespace, claim.name)] = volume
+                ref = {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": claim.namespace,
+                    "name": claim.name,
+                    "uid": claim.uid,
+                }
+                await kube.patch_volume(
+                    volume,
+                    {
+                        "metadata": {
+                            "annotations": {"pv.kubernetes.io/bound-by-controller": "yes"}
+                        },
+                        "spec": {"claimRef": ref},
+                    },
+                )
+            else:
+                await kube.patch_claim(
+                    claim.namespace,
+                    claim.name,
+                    {"metadata": {"annotations": {ANN_SELECTED_NODE: node}}},
+                )
+        try:
+            await self._wait_bound(catalog, waiting, node)
+        finally:
+            for claim in waiting:
+                self._chosen.pop((claim.namespace, claim.name), None)
+
+    def _claim_static(self, claim: Claim, node: str) -> str | None:
+        """A static volume for the claim on ``node`` that no PreBind in flight took."""
+        assert self.cache is not None
+        busy = set(self._chosen.values())
+        best: Volume | None = None
+        for volume in self.cache.volumes.volumes.values():
+            if volume.name in busy or not _fits(volume, claim):
+                continue
+            if not self._reaches(volume, node):
+                continue
+            if best is None or volume.capacity < best.capacity:
+                best = volume
+        return best.name if best is not None else None
+
+    async def _wait_bound(self, catalog: VolumeCatalog, claims: list[Claim], node: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.bind_timeout_seconds
+        while True:
+            pending = []
+            for claim in claims:
+                now = catalog.claims.get((claim.namespace, claim.name))
+                if now is None:
+                    raise RuntimeError(f'persistentvolumeclaim "{claim.name}" was deleted')
+                if not now.bound:
+                    pending.append(now)
+                    continue
+                volume = catalog.volumes.get(now.volume_name)
+                if volume is None:
+                    pending.append(now)  # the informer has not shown the volume yet
+                elif not self._reaches(volume, node):
+                    raise RuntimeError(
+                        f'persistentvolumeclaim "{now.name}" was bound to volume {volume.name}, '
+                        f"which does not reach node {node}"
+                    )
+            if not pending:
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(
+                    "timed out waiting for persistentvolumeclaim(s) "
+                    + ", ".join(f'"{c.name}"' for c in pending)
+                    + " to be bound"
+                )
+            await asyncio.sleep(0.05)
+
+    def _reaches(self, volume: Volume, node: str) -> bool:
+        """Whether ``volume``'s node affinity admits ``node`` (by the cache's node facts)."""
+        if not volume.node_terms:
+            return True
+        entry = self.cache.nodes.get(node) if self.cache is not None else None
+        if entry is None:
+            return volume.pinned_host() in (None, node)
+        return any(predicates.term_matches(t, entry.facts) for t in volume.node_terms)
+
+
+class VolumeZone:
+    """A bound volume's zone and region labels must include the node's."""
+
+    name = "VolumeZone"
+
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        return bool(pod.rules.claims)
+
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        snap, pod, catalog = s.snap, s.pod, s.snap.volumes
+        ok = np.ones(len(snap.names), dtype=np.bool_)
+        for name in pod.rules.claims:
+            claim = catalog.claims.get((pod.namespace, name))
+            # the claim's volume name decides, bind-completed or not, as in kube-scheduler
+            volume = catalog.volumes.get(claim.volume_name) if claim else None
+            if volume is None or not volume.zone_labels:
+                continue
+            for row, facts in enumerate(snap.facts):
+                if facts is not None and ok[row] and not zone_fits(volume, facts):
+                    ok[row] = False
+        return ok
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        return [REASON_ZONE]
+
+
+def zone_fits(volume: Volume, node: NodeFacts) -> bool:
+    """VolumeZone for one node: a node without any zone/region label takes anything."""
+    labels = node.labels
+    if not any(key in labels for key, _ in _ZONE_PAIRS):
+        return True
+    for key, values in volume.zone_labels:
+        value = labels.get(key)
+        if value is None:
+            value = labels.get(_GA.get(key, key))
+        if value is None or value not in values:
+            return False
+    return True
+
+
+_ZONE_PAIRS: Final = (
+    ("topology.kubernetes.io/zone", ""),
+    ("topology.kubernetes.io/region", ""),
+    ("failure-domain.beta.kubernetes.io/zone", ""),
+    ("failure-domain.beta.kubernetes.io/region", ""),
+)
+_GA: Final = {
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+}
+
+
+class NodeVolumeLimits:
+    """CSINode ``allocatable.count`` per driver bounds the volumes attached to a node."""
+
+    name = "NodeVolumeLimits"
+
+    def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        return bool(pod.rules.claims) and bool(snap.volumes.csi_limits)
+
+    def filter_nodes(self, s: NodeFilterInput) -> Mask:
+        snap, pod, catalog = s.snap, s.pod, s.snap.volumes
+        ok = np.ones(len(snap.names), dtype=np.bool_)
+        new = volume_ids(catalog, pod.namespace, pod.rules.claims)
+        if not new:
+            return ok
+        placed_on: dict[int, list[PodInfo]] = {}
+        for member, row in s.placed:
+            placed_on.setdefault(row, []).append(member)
+        for node, limits in catalog.csi_limits.items():
+            at = snap.domains.row_of.get(node)
+            if at is None or not any(limits.get(d) is not None for d in new):
+                continue
+            attached: dict[str, set[str]] = {}
+            pods = [(p.namespace, p.claims) for p in snap.pods.with_claims.get(node, {}).values()]
+            pods += [(m.namespace, m.rules.claims) for m in placed_on.get(at, [])]
+            for namespace, claims in pods:
+                for driver, ids in volume_ids(catalog, namespace, claims).items():
+                    attached.setdefault(driver, set()).update(ids)
+            for driver, ids in new.items():
+                limit = limits.get(driver)
+                if limit is None:
+                    continue
+                have = attached.get(driver, set())
+                if len(have) + len(ids - have) > limit:
+                    ok[at] = False
+                    break
+        return ok
+
+    def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
+        return [REASON_LIMIT]
+
+
+def volume_ids(
+    catalog: VolumeCatalog, namespace: str, claims: Sequence[str]
+) -> dict[str, set[str]]:
+    """CSI driver → the volume ids these claims use (a claim naming an existing volume: its
+    handle; any other: the claim itself, under its class's provisioner)."""
+    out: dict[str, set[str]] = {}
+    for name in claims:
+        claim = catalog.claims.get((namespace, name))
+        if claim is None:
+            continue
+        volume = catalog.volumes.get(claim.volume_name) if claim.volume_name else None
+        if volume is not None:
+            if volume.csi_driver:
+                out.setdefault(volume.csi_driver, set()).add(volume.handle)
+            continue
+        sc = catalog.claim_class(claim)  # not bound yet, or its volume is gone
+        if sc is not None and sc.provisioner:
+            out.setdefault(sc.provisioner, set()).add(f"{namespace}/{name}")
+    return out
