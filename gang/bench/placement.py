@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import time
 
+from gang.bench.workload import Rule, rules_spec
 from gang.models.settings import ScoreWeights
 from gang.scheduling.placement import Placement, Placer
 from gang.sim.nodespec import node_objects, parse_pools
@@ -22,6 +23,7 @@ def placement_ms(
     members: int = 64,
     gpus: int = 1,
     repeat: int = 30,
+    rules: list[Rule] | None = None,
 ) -> dict[str, float]:
     cache = ClusterCache()
     for node in node_objects(parse_pools(nodes)):
@@ -38,6 +40,7 @@ def placement_ms(
                 },
                 "spec": {
                     "schedulerName": "gang-scheduler",
+                    **rules_spec("g", rules or []),
                     "containers": [
                         {
                             "name": "c",

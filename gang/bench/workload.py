@@ -4,20 +4,25 @@ A benchmark is only comparable if the same flags give the same pods. ``BenchConf
 description (flags or a YAML file); ``generate`` turns it into PodGroups and pods
 deterministically: gang sizes drawn uniformly from ``[min_gang, max_gang]`` until ``pods`` pods
 exist, priorities drawn from ``priorities``, every member requesting ``gpus_per_pod`` GPUs (or
-only cpu/memory when 0).
+only cpu/memory when 0). ``rules`` gives every member placement rules against its own gang, as
+MPI and training jobs write them: ``one-per-node`` (required anti-affinity on the hostname) and
+``zone-spread`` (maxSkew 1 over zones, DoNotSchedule).
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_LABEL, POD_GROUP_VERSION
 
 NAMESPACE = "bench"
+Rule = Literal["one-per-node", "zone-spread"]
+HOSTNAME: Final = "kubernetes.io/hostname"
+ZONE: Final = "topology.kubernetes.io/zone"
 
 
 class BenchConfig(BaseModel):
@@ -43,6 +48,8 @@ class BenchConfig(BaseModel):
     timeout_seconds: float = Field(default=600.0, gt=0)
     #: the scheduler's own settings overrides (GANG_SCHEDULER__* equivalents), e.g. {"qps": 5000}
     scheduler: dict[str, Any] = Field(default_factory=dict)
+    #: placement rules every member states against its own gang
+    rules: list[Rule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _sizes(self) -> BenchConfig:
@@ -79,6 +86,23 @@ def podgroup(gang: GangSpec) -> dict[str, Any]:
     }
 
 
+def rules_spec(gang: str, rules: list[Rule]) -> dict[str, Any]:
+    """The pod spec fields stating ``rules`` against the members of ``gang``."""
+    own = {"labelSelector": {"matchLabels": {POD_GROUP_LABEL: gang}}}
+    spec: dict[str, Any] = {}
+    if "one-per-node" in rules:
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{**own, "topologyKey": HOSTNAME}]
+            }
+        }
+    if "zone-spread" in rules:
+        spec["topologySpreadConstraints"] = [
+            {**own, "maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}
+        ]
+    return spec
+
+
 def pods(
     gang: GangSpec,
     config: BenchConfig,
@@ -104,6 +128,7 @@ def pods(
         spec["priorityClassName"] = f"bench-p{gang.priority}"
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
+    spec.update(rules_spec(gang.name, config.rules))
     return [
         {
             "apiVersion": "v1",

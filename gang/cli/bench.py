@@ -35,6 +35,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="time only the placement decision for one gang (no I/O)",
     )
+    bench.add_argument(
+        "--rules",
+        help="placement rules every member states against its gang: one-per-node, zone-spread "
+        "(comma-separated)",
+    )
     bench.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -48,14 +53,20 @@ def command(args: argparse.Namespace) -> int:
         from gang.bench.placement import placement_ms
 
         sizes = (args.gang_sizes or "64-64").split("-")
-        figures = placement_ms(
-            args.nodes or "5000:gpu=8,cpu=64,memory=512Gi,zones=8", members=int(sizes[-1])
-        )
+        nodes = args.nodes or "5000:gpu=8,cpu=64,memory=512Gi,zones=8"
+        rules = args.rules.split(",") if args.rules else []
+        figures = placement_ms(nodes, members=int(sizes[-1]), rules=rules)
         print(
-            f"placement of a {figures['members']:.0f}-member gang over {figures['nodes']:.0f} nodes: "
-            f"median {figures['median_ms']:.1f} ms, p95 {figures['p95_ms']:.1f} ms "
-            f"(first, cold caches: {figures['first_ms']:.1f} ms)"
+            f"placement of a {figures['members']:.0f}-member gang over {figures['nodes']:.0f} nodes"
+            f"{' with ' + args.rules if rules else ''}: median {figures['median_ms']:.1f} ms, "
+            f"p95 {figures['p95_ms']:.1f} ms (first, cold caches: {figures['first_ms']:.1f} ms)"
         )
+        if rules:  # the same gang without rules, in the same sitting: the ratio travels
+            plain = placement_ms(nodes, members=int(sizes[-1]))
+            print(
+                f"without rules: median {plain['median_ms']:.1f} ms; "
+                f"ratio {figures['median_ms'] / plain['median_ms']:.1f}x"
+            )
         return 0
     data: dict[str, object] = yaml.safe_load(args.config.read_text()) if args.config else {}
     for key, value in (
@@ -64,6 +75,7 @@ def command(args: argparse.Namespace) -> int:
         ("arrival", args.arrival),
         ("rate", args.rate),
         ("seed", args.seed),
+        ("rules", args.rules.split(",") if args.rules else None),
     ):
         if value is not None:
             data[key] = value

@@ -129,6 +129,13 @@ class RuleAwarePlugin(Plugin, Protocol):
         scores every node alike: the placer then skips it. True whenever unsure."""
 
 
+def scores_for(plugin: object, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+    """Whether a rule-aware Score plugin has anything to say about ``pod`` (its optional
+    ``scores_for``; else its ``relevant``): a filter-only rule need not be scored."""
+    method = getattr(plugin, "scores_for", None) or getattr(plugin, "relevant", None)
+    return True if method is None else bool(method(pod, snap, placed))
+
+
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(self, gang: Gang, snap: Snapshot, message: str) -> str | None:

@@ -40,6 +40,7 @@ from gang.scheduling.framework import (
     ScoreInput,
     Scores,
 )
+from gang.scheduling.placedmemo import PlacedMemo
 from gang.state.cache import Snapshot
 from gang.state.podindex import PREFERRED, PREFERRED_ANTI, REQUIRED, REQUIRED_ANTI
 from gang.state.podinfo import PodInfo
@@ -53,29 +54,28 @@ _EMPTY: Final[Mapping[str, str]] = {}
 
 
 def _rows_matching(
-    snap: Snapshot, placed: Sequence[Placed], terms: Sequence[AffinityTerm]
+    snap: Snapshot, placed: Sequence[Placed], terms: tuple[AffinityTerm, ...], memo: PlacedMemo
 ) -> list[int]:
     """Rows of the pods (placed anywhere, or earlier in this cycle) that match every term."""
     if not terms:
         return []
     ns_labels = snap.namespace_labels
+
+    def matches_all(pod_namespace: str, labels: Mapping[str, str]) -> bool:
+        ns = ns_labels.get(pod_namespace, _EMPTY)
+        return all(t.matches(pod_namespace, labels, ns) for t in terms)
+
     row_of = snap.domains.row_of
-    rows: list[int] = []
-    for pod in snap.pods.selected(terms[0].selector):
-        labels = ns_labels.get(pod.namespace, _EMPTY)
-        if all(t.matches(pod.namespace, pod.labels, labels) for t in terms):
-            row = row_of.get(pod.node)
-            if row is not None:
-                rows.append(row)
-    for member, row in placed:
-        labels = ns_labels.get(member.namespace, _EMPTY)
-        if all(t.matches(member.namespace, member.labels, labels) for t in terms):
-            rows.append(row)
-    return rows
+    rows = [
+        row_of[pod.node]
+        for pod in snap.pods.selected(terms[0].selector)
+        if pod.node in row_of and matches_all(pod.namespace, pod.labels)
+    ]
+    return rows + memo.rows(placed, terms, lambda m: matches_all(m.namespace, m.labels))
 
 
 def _terms_selecting(
-    pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]
+    pod: PodInfo, snap: Snapshot, placed: Sequence[Placed], memo: PlacedMemo
 ) -> Iterator[tuple[str, int, AffinityTerm, list[tuple[int, int]]]]:
     """Other pods' affinity terms that select ``pod``: (kind, weight, term, [(row, count)])."""
     ns_labels = snap.namespace_labels.get(pod.namespace, _EMPTY)
@@ -85,16 +85,18 @@ def _terms_selecting(
     ):
         rows = [(row_of[n], c) for n, c in nodes.items() if n in row_of]
         yield kind, weight, term, rows
-    for member, row in placed:
-        affinity = member.rules.pod_affinity
-        if not affinity:
-            continue
-        for kind, weight, term in _own_terms(affinity):
-            if term.matches(pod.namespace, pod.labels, ns_labels):
-                yield kind, weight, term, [(row, 1)]
+    # members of one template share their terms: each distinct term is matched once
+    grouped = memo.groups(
+        placed, "terms", lambda m, row: [(t, (row, 1)) for t in _own_terms(m.rules.pod_affinity)]
+    )
+    for (kind, weight, term), rows in grouped.items():  # type: ignore[misc]
+        if term.matches(pod.namespace, pod.labels, ns_labels):
+            yield kind, weight, term, rows
 
 
 def _own_terms(affinity: PodAffinity) -> Iterator[tuple[str, int, AffinityTerm]]:
+    if not affinity:
+        return
     for term in affinity.required:
         yield REQUIRED, 1, term
     for term in affinity.required_anti:
@@ -120,11 +122,8 @@ def _per_domain(
 
 def _occupied(snap: Snapshot, key: str, rows: Sequence[tuple[int, int]]) -> Mask:
     """Nodes whose ``key`` domain holds one of ``rows`` (nodes without the label: False)."""
-    ids, counts = _per_domain(snap, key, rows)
-    if not len(counts):
-        return np.zeros(len(ids), dtype=np.bool_)
-    result: Mask = (ids >= 0) & (counts[np.maximum(ids, 0)] > 0)
-    return result
+    _, counts = _per_domain(snap, key, rows)
+    return snap.domains(key).per_node(counts > 0, False)
 
 
 @dataclass(slots=True, eq=False)  # plugins are compared by identity
@@ -134,11 +133,25 @@ class InterPodAffinity:
     name: str = "InterPodAffinity"
     #: the last filter verdict (codes per row), for ``reasons`` on the same input
     _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
+    _memo: PlacedMemo = field(default_factory=PlacedMemo, repr=False)
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         if pod.rules.pod_affinity:
             return True
-        return next(_terms_selecting(pod, snap, placed), None) is not None
+        return next(_terms_selecting(pod, snap, placed, self._memo), None) is not None
+
+    def scores_for(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        """Preferred terms of its own, or other pods' terms that weigh on it (their required
+        affinity at the hard weight, their preferences); required anti-affinity is not scored."""
+        affinity = pod.rules.pod_affinity
+        if affinity.preferred or affinity.preferred_anti:
+            return True
+        if self.ignore_preferred_terms_of_existing_pods:
+            return False
+        for kind, _, _, _ in _terms_selecting(pod, snap, placed, self._memo):
+            if kind != REQUIRED_ANTI and (kind != REQUIRED or self.hard_pod_affinity_weight > 0):
+                return True
+        return False
 
     # --- Filter ----------------------------------------------------------------------------
 
@@ -161,11 +174,11 @@ class InterPodAffinity:
         affinity = pod.rules.pod_affinity
         # kube-scheduler's order is affinity, anti-affinity, existing pods' anti-affinity: the
         # checks are written last to first, so the first failing one is what remains
-        for kind, _, term, rows in _terms_selecting(pod, snap, s.placed):
+        for kind, _, term, rows in _terms_selecting(pod, snap, s.placed, self._memo):
             if kind == REQUIRED_ANTI:
                 codes[_occupied(snap, term.topology_key, rows)] = 1
         for term in affinity.required_anti:
-            rows = [(r, 1) for r in _rows_matching(snap, s.placed, (term,))]
+            rows = [(r, 1) for r in _rows_matching(snap, s.placed, (term,), self._memo)]
             codes[_occupied(snap, term.topology_key, rows)] = 3
         if affinity.required:
             codes[~self._affinity_ok(s, affinity.required)] = 2
@@ -174,7 +187,7 @@ class InterPodAffinity:
 
     def _affinity_ok(self, s: NodeFilterInput, terms: Sequence[AffinityTerm]) -> Mask:
         snap, pod = s.snap, s.pod
-        rows = [(r, 1) for r in _rows_matching(snap, s.placed, terms)]
+        rows = [(r, 1) for r in _rows_matching(snap, s.placed, tuple(terms), self._memo)]
         labelled = np.ones(len(snap.names), dtype=np.bool_)
         populated = np.ones(len(snap.names), dtype=np.bool_)
         anywhere = False
@@ -212,13 +225,14 @@ class InterPodAffinity:
             total = by_key.get(key)
             by_key[key] = counts * weight if total is None else total + counts * weight
 
+        memo = self._memo
         for weighted in affinity.preferred:
-            rows = [(r, 1) for r in _rows_matching(snap, s.placed, (weighted.term,))]
+            rows = [(r, 1) for r in _rows_matching(snap, s.placed, (weighted.term,), memo)]
             add(weighted.term.topology_key, rows, weighted.weight)
         for weighted in affinity.preferred_anti:
-            rows = [(r, 1) for r in _rows_matching(snap, s.placed, (weighted.term,))]
+            rows = [(r, 1) for r in _rows_matching(snap, s.placed, (weighted.term,), memo)]
             add(weighted.term.topology_key, rows, -weighted.weight)
-        for kind, weight, term, rows in _terms_selecting(pod, snap, s.placed):
+        for kind, weight, term, rows in _terms_selecting(pod, snap, s.placed, memo):
             if kind == REQUIRED and self.hard_pod_affinity_weight > 0:
                 add(term.topology_key, rows, self.hard_pod_affinity_weight)
             elif kind == PREFERRED and not self.ignore_preferred_terms_of_existing_pods:

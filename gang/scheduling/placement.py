@@ -39,6 +39,7 @@ from gang.scheduling.framework import (
     ScorePlugin,
     StaticFilterPlugin,
     call,
+    scores_for,
 )
 from gang.scheduling.plugins import (
     LOCAL_NODE_FILTERS,
@@ -51,7 +52,7 @@ from gang.scheduling.plugins import (
 from gang.scheduling.predicates import host_port_key, summarize
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
-from gang.state.podrules import PodRules
+from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
 from gang.state.resources import ResourceIndex, Vector
 
 Key = tuple[str, str]
@@ -92,9 +93,9 @@ class Evaluation:
 class _Previous:
     """The last full Filter + Score pass of a greedy placement, reused for the same template."""
 
-    signature: tuple[Constraints, PodRules, bytes, bool]
+    signature: tuple[Constraints, PodRules, bytes]
     candidates: npt.NDArray[np.intp]  # rows that passed, ascending
-    scores: npt.NDArray[np.float64]  # their scores (-inf once a row stops fitting)
+    scores: npt.NDArray[np.float64]  # their local scores (-inf once a row stops fitting)
     last: int  # the row chosen last: the only one whose state changed since
     domains_used: int
 
@@ -237,7 +238,12 @@ class Placer:
         attempt: dict[Key, int] | Unplaceable | None = None
         ports: Ports = {}  # host ports claimed by members placed in this call, per row
         placed: list[Placed] = []  # members placed in this call, seen by rules between pods
-        if self.pack_domains and needed and len(needed) + len(anchors) > 1:
+        if (
+            self.pack_domains
+            and needed
+            and len(needed) + len(anchors) > 1
+            and not any(self._spreads_over_domains(p) for p in needed)
+        ):
             for domain in self._candidate_domains(snap, needed, vectors, anchor_domains):
                 rows = self._domains == domain
                 trial, trial_ports = snap.free.copy(), _copy_ports(ports)
@@ -264,6 +270,15 @@ class Placer:
             else:
                 attempt.update(extra)
         return Placement({key: snap.names[row] for key, row in attempt.items()}, unplaced)
+
+    def _spreads_over_domains(self, pod: PodInfo) -> bool:
+        """The pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
+        required anti-affinity, on the packing key): one domain would be a trial bound to fail."""
+        rules = pod.rules
+        return any(
+            c.topology_key == self.topology_key and c.when_unsatisfiable == DO_NOT_SCHEDULE
+            for c in rules.spread
+        ) or any(t.topology_key == self.topology_key for t in rules.pod_affinity.required_anti)
 
     def evaluate(self, snap: Snapshot, pod: PodInfo) -> Evaluation:
         """Filter and score one pod on every node of ``snap`` (nothing is consumed)."""
@@ -347,26 +362,29 @@ class Placer:
         ports in ``claimed_ports`` and appending to ``placed``; a failure on the first pod leaves
         all three untouched. Without ``explain`` a failure carries no message (a trial)."""
         chosen: dict[Key, int] = {}
-        # The previous member's filter and score results. When the next member has the same
-        # template, only the node that member took has changed (its free capacity), so only that
-        # node is re-filtered and re-scored: exact for the built-in plugins, which judge a node by
-        # its own state; third-party plugins always get the full pass.
+        # The previous member's local filter and score results (the plugins that judge a node by
+        # its own state: every built-in but the rule-aware ones). When the next member has the
+        # same template, only the node that member took has changed for them (its free
+        # capacity), so only that node is re-judged; third-party plugins always get the full
+        # pass. Rule-aware plugins (pod affinity, spread, volumes, preferences) are asked afresh
+        # for every member, on top: the members placed before it change their answers.
         previous: _Previous | None = None
+        rule_aware: frozenset[object] = frozenset(self._rule_aware)
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
             skip = self._skipped(pod, snap, placed)
-            # rule-aware plugins all skipped: the template is judged like a plain one
-            plain = len(skip) == len(self._rule_aware)
-            signature = (pod.constraints, pod.rules, vec.tobytes(), plain)
+            active = [p for p in self._rule_aware if p not in skip]
+            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
+            signature = (pod.constraints, pod.rules, vec.tobytes())
             if (
                 previous is not None
                 and previous.signature == signature
                 and self._incremental
-                and plain
                 and not pod.constraints.host_ports
                 and previous.domains_used == len(used_domains)
             ):
-                row = self._next_on_same_template(snap, free, previous, vec, used_domains)
+                self._rejudge_last(snap, free, previous, vec, used_domains)
+                row = self._choose(view, previous.candidates, previous.scores, active, used_domains)
                 if row is not None:
                     free[row] -= vec
                     chosen[pod.key] = row
@@ -375,46 +393,88 @@ class Placer:
                     continue
             static = self.static(snap, pod.constraints)
             fit = static.mask if rows is None else static.mask & rows
-            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
             for plugin in self.node_filters:
                 if not fit.any():
                     break
-                if plugin not in skip:
+                if plugin not in rule_aware:
                     fit = fit & call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
             candidates = np.flatnonzero(fit)
-            if candidates.size == 0:
+            local = (
+                self._score(snap, free, candidates, vec, used_domains, pod, placed, rule_aware)
+                if candidates.size
+                else np.zeros(0)
+            )
+            picked = self._choose(view, candidates, local, active, used_domains)
+            if picked is None:
                 message = self._explain(view, static, skip) if explain else ""
                 return Unplaceable(message, placed=i, needed=len(pods))
-            scores = self._score(snap, free, candidates, vec, used_domains, pod, placed, skip)
-            row = int(candidates[int(np.argmax(scores))])
+            row = picked
             free[row] -= vec
             chosen[pod.key] = row
             placed.append((pod, row))
             if self._domains[row] >= 0:
                 used_domains.add(int(self._domains[row]))
-            previous = _Previous(signature, candidates, scores, row, len(used_domains))
+            previous = _Previous(signature, candidates, local, row, len(used_domains))
             for port in pod.constraints.host_ports:
                 key = host_port_key(port)
                 if key is not None:
                     claimed_ports.setdefault(row, Counter())[key] += 1
         return chosen
 
-    def _next_on_same_template(
+    def _choose(
+        self,
+        view: NodeFilterInput,
+        candidates: npt.NDArray[np.intp],
+        local: npt.NDArray[np.float64],
+        active: Sequence[object],
+        used_domains: set[int],
+    ) -> int | None:
+        """The best row among ``candidates`` (local scores ``local``, -inf: no longer fits)
+        once the active rule-aware plugins have filtered and scored them; None if none is left."""
+        ok = local > -np.inf
+        for plugin in self.node_filters:
+            if plugin in active and ok.any():
+                passed = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
+                ok &= passed[candidates]
+        if not ok.any():
+            return None
+        total = np.where(ok, local, -np.inf)
+        scorers = [
+            (p, w)
+            for p, w in self.scores
+            if p in active and scores_for(p, view.pod, view.snap, view.placed)
+        ]
+        if scorers:
+            subset = candidates[ok]
+            rule_view = ScoreInput(
+                subset,
+                np.zeros((len(subset), 0)),
+                self._domains[subset],
+                frozenset(used_domains),
+                pod=view.pod,
+                snap=view.snap,
+                placed=view.placed,
+            )
+            for scorer, weight in scorers:
+                raw = call(scorer, "Score", self.budget, scorer.score, rule_view)
+                normalized = call(scorer, "NormalizeScore", self.budget, scorer.normalize, raw)
+                total[ok] += weight * normalized
+        return int(candidates[int(np.argmax(total))])
+
+    def _rejudge_last(
         self,
         snap: Snapshot,
         free: npt.NDArray[np.int64],
         previous: _Previous,
         vec: Vector,
         used: set[int],
-    ) -> int | None:
-        """Re-judge only the row the previous member took; the best row, or None if none fits."""
+    ) -> None:
+        """Re-judge, by the local plugins, only the row the previous member took."""
         position = int(np.searchsorted(previous.candidates, previous.last))
         if np.all(free[previous.last] >= vec):
             previous.scores[position] = self._row_score(snap, free, previous.last, vec, used)
         else:
             previous.scores[position] = -np.inf
-        best = int(np.argmax(previous.scores))
-        return None if previous.scores[best] == -np.inf else int(previous.candidates[best])
 
     def _row_score(
         self, snap: Snapshot, free: npt.NDArray[np.int64], row: int, vec: Vector, used: set[int]

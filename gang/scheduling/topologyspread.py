@@ -42,6 +42,7 @@ from gang.scheduling.framework import (
     ScoreInput,
     Scores,
 )
+from gang.scheduling.placedmemo import PlacedMemo
 from gang.state.cache import Snapshot
 from gang.state.labels import LabelSelector, Requirement
 from gang.state.podinfo import POD_GROUP_LABEL, Constraints, PodInfo
@@ -85,8 +86,13 @@ class PodTopologySpread:
     default_constraints: tuple[SpreadConstraint, ...] = ()
     name: str = "PodTopologySpread"
     _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
+    _memo: PlacedMemo = field(default_factory=PlacedMemo, repr=False)
     #: (constraints, node-set version, policy) → rows passing the node inclusion policy
     _included: dict[tuple[Constraints, int, str], Mask] = field(default_factory=dict, repr=False)
+    _eligible_memo: dict[
+        tuple[tuple[SpreadConstraint, ...], Constraints, int],
+        list[tuple[SpreadConstraint, Mask, Ids]],
+    ] = field(default_factory=dict, repr=False)
 
     def constraints(self, pod: PodInfo) -> tuple[tuple[SpreadConstraint, ...], bool]:
         """The pod's constraints, or the defaults (selector: its gang); and whether its own."""
@@ -110,6 +116,9 @@ class PodTopologySpread:
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(self.constraints(pod)[0])
+
+    def scores_for(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
+        return any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in self.constraints(pod)[0])
 
     # --- shared counting ---------------------------------------------------------------------
 
@@ -145,12 +154,11 @@ class PodTopologySpread:
             for p in snap.pods.selected(c.selector)
             if p.namespace == pod.namespace and not p.deleting and p.node in row_of
         ]
-        rows += [
-            row
-            for member, row in placed
-            if member.namespace == pod.namespace and c.selector.matches(member.labels)
-        ]
-        return rows
+        return rows + self._memo.rows(
+            placed,
+            (pod.namespace, c.selector),
+            lambda m: m.namespace == pod.namespace and c.selector.matches(m.labels),
+        )
 
     @staticmethod
     def _counts(
@@ -180,7 +188,7 @@ class PodTopologySpread:
         snap, pod = s.snap, s.pod
         codes = np.zeros(len(snap.names), dtype=np.int8)
         # the first failing constraint wins: each fills only rows not failed yet
-        for c, ids, counts, present in self.hard_counts(snap, pod, s.placed):
+        for c, _, counts, present in self.hard_counts(snap, pod, s.placed):
             if len(present) == 0:
                 minimum = None  # no domain to compare with: any labelled node will do
             elif c.min_domains is not None and len(present) < c.min_domains:
@@ -188,13 +196,11 @@ class PodTopologySpread:
             else:
                 minimum = int(counts[present].min())
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            missing = ids < 0
-            over = np.zeros(len(snap.names), dtype=np.bool_)
+            per_domain = np.zeros(len(counts), dtype=np.int8)
             if minimum is not None:
-                skew = counts[np.maximum(ids, 0)] + self_match - minimum
-                over = ~missing & (skew > c.max_skew)
-            codes[(codes == 0) & missing] = 1
-            codes[(codes == 0) & over] = 2
+                per_domain[counts + self_match - minimum > c.max_skew] = 2
+            verdict = snap.domains(c.topology_key).per_node(per_domain, 1)
+            codes = verdict if not codes.any() else np.where(codes == 0, verdict, codes)
         self._last = (s, codes)
         return codes
 
@@ -205,18 +211,34 @@ class PodTopologySpread:
     ]:
         """Per DoNotSchedule constraint: (constraint, domain id per row, matching pods per
         domain, the domains that count), as kube-scheduler's PreFilter computes them."""
-        hard = [c for c in self.constraints(pod)[0] if c.when_unsatisfiable == DO_NOT_SCHEDULE]
-        all_keys = snap.valid.copy()
-        for c in hard:
-            all_keys &= snap.domains(c.topology_key).ids >= 0
+        hard = tuple(c for c in self.constraints(pod)[0] if c.when_unsatisfiable == DO_NOT_SCHEDULE)
         out = []
-        for c in hard:
+        for c, counted, present in self._eligible(snap, pod, hard):
             domains = snap.domains(c.topology_key)
-            counted = all_keys & self._inclusion(snap, pod, c)
             rows = self._matching_rows(snap, placed, pod, c)
             counts = self._counts(domains.ids, len(domains.values), rows, counted)
-            out.append((c, domains.ids, counts, np.unique(domains.ids[counted])))
+            out.append((c, domains.ids, counts, present))
         return out
+
+    def _eligible(
+        self, snap: Snapshot, pod: PodInfo, hard: tuple[SpreadConstraint, ...]
+    ) -> list[tuple[SpreadConstraint, Mask, Ids]]:
+        """Per constraint: the rows whose pods count, and the domains among them (they depend
+        on node labels and the pod's template only: cached per node-set version)."""
+        key = (hard, pod.constraints, snap.version)
+        found = self._eligible_memo.get(key)
+        if found is None:
+            if len(self._eligible_memo) > 1024:
+                self._eligible_memo.clear()
+            all_keys = snap.valid.copy()
+            for c in hard:
+                all_keys &= snap.domains(c.topology_key).ids >= 0
+            found = []
+            for c in hard:
+                counted = all_keys & self._inclusion(snap, pod, c)
+                found.append((c, counted, np.unique(snap.domains(c.topology_key).ids[counted])))
+            self._eligible_memo[key] = found
+        return found
 
     # --- Score -------------------------------------------------------------------------------
 

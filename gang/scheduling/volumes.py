@@ -5,9 +5,10 @@ Why this exists: a pod that mounts a local or zonal disk can only run where the 
 attach only so many volumes to one node. Ignoring these binds pods that never start. Each plugin
 ports its kube-scheduler namesake, reasons word for word:
 
-- VolumeBinding. PreFilter: every claim must exist and not be deleting; a bound claim's volume
-  must exist; an unbound claim of an ``Immediate`` class (or of no class) waits for the volume
-  controller ("pod has unbound immediate PersistentVolumeClaims"). Filter: a bound volume's
+- VolumeBinding. PreFilter: every claim must exist and not be deleting; a ``ReadWriteOncePod``
+  claim must not be mounted by another pod (kube-scheduler's VolumeRestrictions); an unbound
+  claim of an ``Immediate`` class (or of no class) waits for the volume controller ("pod has
+  unbound immediate PersistentVolumeClaims"). Filter: a bound volume's
   ``nodeAffinity`` must match the node; an unbound ``WaitForFirstConsumer`` claim needs an
   available matching volume there, or a provisioner whose ``allowedTopologies`` admit the node.
   PreBind: the claim gets ``volume.kubernetes.io/selected-node`` (or the chosen volume its
@@ -59,6 +60,10 @@ REASON_PV_MISSING: Final = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
 REASON_UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
+REASON_ONE_POD_ONLY: Final = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
 #: VolumeBinding's Filter reasons, in the order kube-scheduler lists them for one node
 _BINDING_REASONS: Final = (REASON_NODE_CONFLICT, REASON_NO_VOLUME, REASON_PV_MISSING)
 Key = tuple[str, str]
@@ -99,6 +104,26 @@ def claim_problem(catalog: VolumeCatalog, pod: PodInfo) -> str | None:
     return REASON_UNBOUND_IMMEDIATE if unbound_immediate else None
 
 
+def _one_pod_only(snap: Snapshot, pod: PodInfo, taken: dict[Key, str]) -> str | None:
+    """VolumeRestrictions: a ``ReadWriteOncePod`` claim is mounted by one pod at a time — one
+    already placed anywhere, or another member of the same gang (``taken`` collects them)."""
+    for name in pod.rules.claims:
+        claim = snap.volumes.claims.get((pod.namespace, name))
+        if claim is None or READ_WRITE_ONCE_POD not in claim.access_modes:
+            continue
+        key = (pod.namespace, name)
+        users = (
+            p.key
+            for on_node in snap.pods.with_claims.values()
+            for p in on_node.values()
+            if p.namespace == pod.namespace and name in p.claims and p.key != pod.key
+        )
+        if taken.get(key, pod.name) != pod.name or next(users, None) is not None:
+            return REASON_ONE_POD_ONLY
+        taken[key] = pod.name
+    return None
+
+
 def _fits(volume: Volume, claim: Claim) -> bool:
     """A volume the claim could bind (``FindMatchingVolume`` without the node check)."""
     if claim.volume_name:
@@ -136,8 +161,9 @@ class VolumeBinding:
         return bool(pod.rules.claims)
 
     def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
+        single_user: dict[Key, str] = {}  # ReadWriteOncePod claims → the member mounting it
         for pod in gang.pending():
-            problem = claim_problem(snap.volumes, pod)
+            problem = claim_problem(snap.volumes, pod) or _one_pod_only(snap, pod, single_user)
             if problem is not None:
                 return f"{problem} (pod {pod.namespace}/{pod.name})"
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
@@ -68,6 +68,14 @@ class LabelSelector:
 
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False
+    #: computed once: selectors key the pod index and per-cycle caches
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.requirements, self.nothing)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.nothing:

@@ -20,7 +20,7 @@ is refused loudly instead of placed against a rule it did not check.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from gang.state.labels import (
@@ -63,6 +63,15 @@ class AffinityTerm:
     namespaces: frozenset[str]
     namespace_selector: LabelSelector  # NOTHING when absent
     topology_key: str
+    #: computed once: terms key the pod index and are grouped on every placement
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        fields = (self.selector, self.namespaces, self.namespace_selector, self.topology_key)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(
         self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
@@ -171,9 +180,9 @@ def parse_pod_affinity(affinity: Any, namespace: str, labels: Mapping[str, str])
         return NO_POD_AFFINITY
     affinity = _object(affinity, "spec.affinity")
     parts: dict[str, Any] = {}
-    for field, prefix in (("podAffinity", ""), ("podAntiAffinity", "_anti")):
-        where = f"spec.affinity.{field}"
-        raw = affinity.get(field)
+    for name, prefix in (("podAffinity", ""), ("podAntiAffinity", "_anti")):
+        where = f"spec.affinity.{name}"
+        raw = affinity.get(name)
         if not raw:
             continue
         section = _object(raw, where)
@@ -219,10 +228,10 @@ def parse_spread(raw: Any, labels: Mapping[str, str]) -> tuple[SpreadConstraint,
         ):
             raise RuleError(f"{where}.minDomains: must be greater than zero")
         policies = []
-        for field, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
-            value = entry.get(field) or default
+        for name, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
+            value = entry.get(name) or default
             if value not in (HONOR, IGNORE):
-                raise RuleError(f'{where}.{field}: supported values: "{HONOR}", "{IGNORE}"')
+                raise RuleError(f'{where}.{name}: supported values: "{HONOR}", "{IGNORE}"')
             policies.append(str(value))
         try:
             selector = parse_selector(entry.get("labelSelector"), f"{where}.labelSelector")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ import numpy.typing as npt
 from gang.state.nodefacts import NodeFacts
 
 Ids = npt.NDArray[np.int64]
+T = TypeVar("T", bound=np.generic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,17 @@ class Domains:
     ids: Ids
     values: list[str]  # domain id → label value
     id_of: Mapping[str, int]
+    #: ``ids`` with -1 replaced by ``len(values)``: index a per-domain array with one extra
+    #: slot (the answer for nodes without the label) to get every node's answer in one gather
+    slots: Ids
+
+    def per_node(self, per_domain: npt.NDArray[T], unlabelled: object) -> npt.NDArray[T]:
+        """Spread a per-domain answer over the node rows; ``unlabelled`` for nodes without it."""
+        extended = np.empty(len(per_domain) + 1, dtype=per_domain.dtype)
+        extended[:-1] = per_domain
+        extended[-1] = unlabelled
+        result: npt.NDArray[T] = extended[self.slots]
+        return result
 
 
 @dataclass(slots=True)
@@ -51,7 +64,8 @@ class NodeDomains:
                     value = facts.labels.get(key)
                     if value is not None:
                         ids[row] = id_of.setdefault(value, len(id_of))
-            found = self._by_key[key] = Domains(ids, list(id_of), id_of)
+            slots = np.where(ids >= 0, ids, len(id_of))
+            found = self._by_key[key] = Domains(ids, list(id_of), id_of, slots)
         return found
 
     def count(self, key: str, nodes: Mapping[str, int]) -> npt.NDArray[np.int64]:

@@ -239,3 +239,32 @@ async def test_an_unbound_immediate_claim_waits_in_kube_scheduler_s_words() -> N
         await told(env, "waits", "pod has unbound immediate PersistentVolumeClaims")
         await storage.volume("late-disk", "manual", "kubernetes.io/hostname", "node-00001")
         assert (await bound(env, ["waits"]))["waits"] == "node-00001"
+
+
+async def test_a_read_write_once_pod_claim_serves_one_pod_at_a_time() -> None:
+    """Two members of one gang mounting the same ReadWriteOncePod claim: refused (one of them
+    could never start); once they are gone a lone pod mounting it binds, and a second waits."""
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
+        storage = Storage(env)
+        await storage.storage_class("fast", "csi.example.com", "Immediate")
+        await env.api.core.create_namespaced_persistent_volume_claim(
+            "default",
+            {
+                "metadata": {"name": "solo"},
+                "spec": {
+                    "storageClassName": "fast",
+                    "accessModes": ["ReadWriteOncePod"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
+        await env.api.create_podgroup(podgroup("pair", 2, timeout=30))
+        await env.api.create_pods([mounting(f"pair-{i}", "pair", "solo") for i in range(2)])
+        await told(env, {"pair-0", "pair-1"}, "ReadWriteOncePod access mode")
+        assert not await env.api.bound()
+        for i in range(2):  # a reserved member counts as a user too: remove the pair first
+            await env.api.core.delete_namespaced_pod(f"pair-{i}", "default")
+        await env.api.create_pods([mounting("first", None, "solo")])
+        await bound(env, ["first"])
+        await env.api.create_pods([mounting("second", None, "solo")])
+        await told(env, "second", "ReadWriteOncePod access mode")
