@@ -138,6 +138,8 @@ class InterPodAffinity:
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         if pod.rules.pod_affinity:
             return True
+        if not snap.pods.has_terms() and not any(m.rules.pod_affinity for m, _ in placed):
+            return False  # nobody states a rule about other pods
         return next(_terms_selecting(pod, snap, placed, self._memo), None) is not None
 
     def scores_for(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:

@@ -431,6 +431,11 @@ class Placer:
     ) -> int | None:
         """The best row among ``candidates`` (local scores ``local``, -inf: no longer fits)
         once the active rule-aware plugins have filtered and scored them; None if none is left."""
+        if not active:  # a plain pod: the local scores decide
+            if not len(local):
+                return None
+            best = int(np.argmax(local))
+            return None if local[best] == -np.inf else int(candidates[best])
         ok = local > -np.inf
         for plugin in self.node_filters:
             if plugin in active and ok.any():
@@ -562,11 +567,12 @@ class Placer:
         """The rule-aware plugins that judge every node alike for ``pod`` now."""
         if not self._rule_aware:
             return frozenset()
-        return frozenset(
-            p
-            for p in self._rule_aware
-            if not call(p, "Filter", self.budget, p.relevant, pod, snap, placed)
-        )
+        try:  # asked for every member: not timed (a relevance check is a lookup)
+            return frozenset(p for p in self._rule_aware if not p.relevant(pod, snap, placed))
+        except Exception:  # name the plugin, through the guarded path
+            for p in self._rule_aware:
+                call(p, "Filter", None, p.relevant, pod, snap, placed)
+            raise
 
     def _explain(self, view: NodeFilterInput, static: _Static, skip: frozenset[object]) -> str:
         """kube-scheduler's FitError histogram for this pod on the consumed snapshot: per node

@@ -154,6 +154,8 @@ class _NodeLabelScore:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[object, int], Scores] = {}
+        #: per template and node-set version: do live nodes score differently at all?
+        self._varies: dict[tuple[object, int], bool] = {}
 
     def _row_scores(self, pod: PodInfo, snap: Snapshot) -> Scores:
         key = (self._template(pod), snap.version)
@@ -167,8 +169,14 @@ class _NodeLabelScore:
         return found
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
-        rows = self._row_scores(pod, snap)[snap.valid]
-        return bool(len(rows)) and bool(rows.max() != rows.min())
+        key = (self._template(pod), snap.version)
+        varies = self._varies.get(key)
+        if varies is None:
+            if len(self._varies) > 1024:
+                self._varies.clear()
+            rows = self._row_scores(pod, snap)[snap.valid]
+            varies = self._varies[key] = bool(len(rows)) and bool(rows.max() != rows.min())
+        return varies
 
     def score(self, s: ScoreInput) -> Scores:
         if s.pod is None or s.snap is None:

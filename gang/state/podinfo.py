@@ -592,7 +592,17 @@ def _rules(
         )
     except RuleError as err:
         raise PodParseError(str(err)) from None
-    return rules if rules else NO_RULES
+    if not rules:
+        return NO_RULES
+    # the members of a gang state the same rules: one shared object each (memory, and the
+    # placer's same-template test becomes an identity check)
+    if len(_INTERNED_RULES) >= _INTERN_LIMIT:
+        _INTERNED_RULES.clear()
+    return _INTERNED_RULES.setdefault(rules, rules)
+
+
+_INTERN_LIMIT: Final = 8192
+_INTERNED_RULES: dict[PodRules, PodRules] = {}
 
 
 # --------------------------------------------------------------------------------------------
