@@ -83,6 +83,16 @@ CLUSTER_PERMISSIONS = {
         for resource in ("storageclasses", "csinodes")
         for verb in ("get", "list", "watch")
     ),
+    *(
+        (group, resource, verb)
+        for group, resource in (
+            ("", "services"),
+            ("", "replicationcontrollers"),
+            ("apps", "replicasets"),
+            ("apps", "statefulsets"),
+        )
+        for verb in ("get", "list", "watch")
+    ),
     ("", "events", "create"),
     (POD_GROUP_GROUP, POD_GROUP_PLURAL, "get"),
     (POD_GROUP_GROUP, POD_GROUP_PLURAL, "list"),

@@ -47,9 +47,7 @@ def _builtin_factories() -> dict[str, Factory]:
     factories["VolumeBinding"] = lambda args, ctx: VolumeBinding(
         ctx.kube, ctx.cache, float(args.get("bind_timeout_seconds", 600))
     )
-    factories["PodTopologySpread"] = lambda args, ctx: PodTopologySpread(
-        parse_default_constraints(args.get("default_constraints"))
-    )
+    factories["PodTopologySpread"] = _topology_spread
     return factories
 
 
@@ -61,6 +59,16 @@ def _inter_pod_affinity(args: dict[str, Any], ctx: fw.PluginContext) -> InterPod
     if not isinstance(ignore, bool):
         raise ValueError("ignore_preferred_terms_of_existing_pods must be true or false")
     return InterPodAffinity(weight, ignore)
+
+
+def _topology_spread(args: dict[str, Any], ctx: fw.PluginContext) -> PodTopologySpread:
+    kind = args.get("defaulting_type", "System")
+    constraints = parse_default_constraints(args.get("default_constraints"))
+    if kind not in ("System", "List"):
+        raise ValueError(f"defaulting_type must be System or List, got {kind!r}")
+    if kind == "System" and constraints:
+        raise ValueError("default_constraints need defaulting_type: List")
+    return PodTopologySpread(constraints, kind)
 
 
 def load_object(path: str) -> Any:

@@ -83,6 +83,10 @@ PVCS = Kind("persistentvolumeclaims", "", "v1", "persistentvolumeclaims")
 PVS = Kind("persistentvolumes", "", "v1", "persistentvolumes")
 STORAGE_CLASSES = Kind("storageclasses", "storage.k8s.io", "v1", "storageclasses")
 CSI_NODES = Kind("csinodes", "storage.k8s.io", "v1", "csinodes")
+SERVICES = Kind("services", "", "v1", "services")
+REPLICATION_CONTROLLERS = Kind("replicationcontrollers", "", "v1", "replicationcontrollers")
+REPLICA_SETS = Kind("replicasets", "apps", "v1", "replicasets")
+STATEFUL_SETS = Kind("statefulsets", "apps", "v1", "statefulsets")
 #: kubernetes-asyncio's CoreV1Api list method for each core kind (every namespace at once)
 _CORE_LISTS = {
     "pods": "list_pod_for_all_namespaces",
@@ -90,6 +94,8 @@ _CORE_LISTS = {
     "namespaces": "list_namespace",
     "persistentvolumeclaims": "list_persistent_volume_claim_for_all_namespaces",
     "persistentvolumes": "list_persistent_volume",
+    "services": "list_service_for_all_namespaces",
+    "replicationcontrollers": "list_replication_controller_for_all_namespaces",
 }
 
 

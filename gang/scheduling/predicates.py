@@ -23,6 +23,7 @@ from typing import Final
 
 from gang.state.labels import is_label_key as _is_label_key
 from gang.state.labels import is_label_value as _is_label_value
+from gang.state.labels import set_operator_matches
 from gang.state.nodefacts import (
     BIND_ALL_HOST_IP,
     NodeFacts,
@@ -215,14 +216,9 @@ def _label_requirement_is_valid(r: NodeSelectorRequirement) -> bool:
 def _label_requirement_matches(r: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
     value = labels.get(r.key)
     op = r.operator
-    if op == "In":
-        return value is not None and value in r.values
-    if op == "NotIn":
-        return value is None or value not in r.values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
+    found = set_operator_matches(op, r.values, value)
+    if found is not None:
+        return found
     if op in ("Gt", "Lt") and value is not None:
         have = _parse_int64(value)
         want = _parse_int64(r.values[0])

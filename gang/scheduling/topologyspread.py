@@ -19,9 +19,12 @@ none): per constraint ``matching pods in the node's domain * log(domains + 2) + 
 summed and rounded; NormalizeScore turns fewer pods into a higher score; nodes lacking a key score
 0 when the pod's own constraints need it.
 
-Default constraints (``default_constraints`` in the profile's plugin args, kube-scheduler's
-``defaultingType: List``) select the pods of the same gang — the pod's own PodGroup — because
-gang has no Service/ReplicaSet/StatefulSet selectors to derive them from, as kube-scheduler does.
+Default constraints apply to a pod that states none, as in kube-scheduler: ``defaulting_type:
+System`` (the default) adds hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway;
+``List`` adds the profile's ``default_constraints``. Their selector is the union of the selectors
+of the Services and of the controller (ReplicaSet, StatefulSet, ReplicationController) that
+select the pod (``gang.state.selecting``); a pod nobody selects gets none — so a plain gang's
+bin-packing is untouched, while replicas behind a Service are softly spread.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ from gang.scheduling.framework import (
 )
 from gang.scheduling.placedmemo import PlacedMemo
 from gang.state.cache import Snapshot
-from gang.state.labels import LabelSelector, Requirement
-from gang.state.podinfo import POD_GROUP_LABEL, Constraints, PodInfo
+from gang.state.labels import EVERYTHING
+from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -60,13 +63,21 @@ REASON_MISSING_LABEL: Final = (
 )
 REASON_SKEW: Final = "node(s) didn't match pod topology spread constraints"
 HOSTNAME: Final = "kubernetes.io/hostname"
+ZONE: Final = "topology.kubernetes.io/zone"
+SYSTEM: Final = "System"
+LIST: Final = "List"
+#: kube-scheduler's ``System`` default constraints (their selector is filled per pod)
+SYSTEM_DEFAULTS: Final = (
+    SpreadConstraint(3, HOSTNAME, SCHEDULE_ANYWAY, EVERYTHING),
+    SpreadConstraint(5, ZONE, SCHEDULE_ANYWAY, EVERYTHING),
+)
 Ids = npt.NDArray[np.int64]
 _REASONS: Final = {1: REASON_MISSING_LABEL, 2: REASON_SKEW}
 
 
 def parse_default_constraints(raw: Any) -> tuple[SpreadConstraint, ...]:
-    """Profile-level default constraints (kube-scheduler's ``defaultConstraints``: no selector,
-    which gang fills with the pod's gang)."""
+    """Profile-level default constraints (kube-scheduler's ``defaultConstraints``: no selector;
+    each pod's is derived from the Services and controller selecting it)."""
     if not raw:
         return ()
     if not isinstance(raw, list):
@@ -84,6 +95,8 @@ def parse_default_constraints(raw: Any) -> tuple[SpreadConstraint, ...]:
 @dataclass(slots=True, eq=False)  # plugins are compared by identity
 class PodTopologySpread:
     default_constraints: tuple[SpreadConstraint, ...] = ()
+    #: "System" (kube-scheduler's defaults) or "List" (``default_constraints``)
+    defaulting_type: str = SYSTEM
     name: str = "PodTopologySpread"
     _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
     _memo: PlacedMemo = field(default_factory=PlacedMemo, repr=False)
@@ -94,31 +107,39 @@ class PodTopologySpread:
         list[tuple[SpreadConstraint, Mask, Ids]],
     ] = field(default_factory=dict, repr=False)
 
-    def constraints(self, pod: PodInfo) -> tuple[tuple[SpreadConstraint, ...], bool]:
-        """The pod's constraints, or the defaults (selector: its gang); and whether its own."""
+    def constraints(
+        self, pod: PodInfo, snap: Snapshot
+    ) -> tuple[tuple[SpreadConstraint, ...], bool]:
+        """The constraints that apply to the pod — its own, or the defaults with the selector
+        of whatever selects it — and whether a node must carry every key to be scored (its own
+        or List defaults: yes; System defaults: no, as in kube-scheduler)."""
         if pod.rules.spread:
             return pod.rules.spread, True
-        if not self.default_constraints or not pod.group:
+        defaults = SYSTEM_DEFAULTS if self.defaulting_type == SYSTEM else self.default_constraints
+        if not defaults:
             return (), False
-        gang = LabelSelector((Requirement(POD_GROUP_LABEL, "In", frozenset((pod.group,))),))
+        selector = snap.selecting.default_selector(pod.namespace, pod.labels, pod.controller)
+        if selector is None:
+            return (), False
         return tuple(
             SpreadConstraint(
                 c.max_skew,
                 c.topology_key,
                 c.when_unsatisfiable,
-                gang,
+                selector,
                 c.min_domains,
                 c.node_affinity_policy,
                 c.node_taints_policy,
             )
-            for c in self.default_constraints
-        ), False
+            for c in defaults
+        ), self.defaulting_type != SYSTEM
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
-        return bool(self.constraints(pod)[0])
+        return bool(self.constraints(pod, snap)[0])
 
     def scores_for(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
-        return any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in self.constraints(pod)[0])
+        constraints = self.constraints(pod, snap)[0]
+        return any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in constraints)
 
     # --- shared counting ---------------------------------------------------------------------
 
@@ -211,7 +232,8 @@ class PodTopologySpread:
     ]:
         """Per DoNotSchedule constraint: (constraint, domain id per row, matching pods per
         domain, the domains that count), as kube-scheduler's PreFilter computes them."""
-        hard = tuple(c for c in self.constraints(pod)[0] if c.when_unsatisfiable == DO_NOT_SCHEDULE)
+        constraints = self.constraints(pod, snap)[0]
+        hard = tuple(c for c in constraints if c.when_unsatisfiable == DO_NOT_SCHEDULE)
         out = []
         for c, counted, present in self._eligible(snap, pod, hard):
             domains = snap.domains(c.topology_key)
@@ -248,7 +270,7 @@ class PodTopologySpread:
         raw = np.zeros(len(s.candidates), dtype=np.float64)
         if pod is None or snap is None:
             return raw
-        constraints, own = self.constraints(pod)
+        constraints, own = self.constraints(pod, snap)
         soft = [c for c in constraints if c.when_unsatisfiable == SCHEDULE_ANYWAY]
         if not soft:
             return raw
@@ -264,24 +286,23 @@ class PodTopologySpread:
                 all_keys &= snap.domains(c.topology_key).ids >= 0
         for c in soft:
             domains = snap.domains(c.topology_key)
-            ids = domains.ids
+            slots = domains.slots  # a node without the key sits in the last, "" slot
             rows = self._matching_rows(snap, s.placed, pod, c)
             if c.topology_key == HOSTNAME:
                 size = len(scored)
-                counts = self._counts(ids, len(domains.values), rows, snap.valid)
+                counted = snap.valid
             else:
-                tracked = np.unique(ids[scored][ids[scored] >= 0])
-                size = len(tracked)
-                counted = all_keys & self._inclusion(snap, pod, c)
-                in_tracked = np.zeros(len(domains.values), dtype=np.bool_)
-                in_tracked[tracked] = True
-                counted &= (ids >= 0) & in_tracked[np.maximum(ids, 0)]
-                counts = self._counts(ids, len(domains.values), rows, counted)
+                # the candidates' domains, "" included (as kube-scheduler counts them); pods
+                # count on every node in one of them that the inclusion policies admit
+                tracked = np.zeros(len(domains.values) + 1, dtype=np.bool_)
+                tracked[slots[scored]] = True
+                size = int(tracked.sum())
+                counted = all_keys & self._inclusion(snap, pod, c) & tracked[slots]
+            counts = np.zeros(len(domains.values) + 1, dtype=np.int64)
+            np.add.at(counts, slots[[r for r in rows if counted[r]]], 1)
             weight = float(np.log(size + 2))
-            node_ids = ids[cand]
-            labelled = node_ids >= 0
-            per_node = np.where(labelled, counts[np.maximum(node_ids, 0)] if len(counts) else 0, 0)
-            raw += np.where(labelled, per_node * weight + (c.max_skew - 1), 0.0)
+            labelled = domains.ids[cand] >= 0  # a node without the key scores nothing here
+            raw += np.where(labelled, counts[slots[cand]] * weight + (c.max_skew - 1), 0.0)
         raw = np.floor(raw + 0.5)  # Go's math.Round for non-negative values
         raw[ignored] = np.nan
         return raw

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Key = tuple[str, str]
 STORAGE_KINDS = ("claims", "volumes", "classes", "csinodes")
+SELECTING_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
 class Reporter(Protocol):
@@ -79,6 +80,8 @@ class ClusterState:
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
         #: PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes
         self.storage = {kind: self._storage_handler(kind) for kind in STORAGE_KINDS}
+        #: Services, ReplicaSets, StatefulSets, ReplicationControllers (default spreading)
+        self.selecting = {kind: self._selecting_handler(kind) for kind in SELECTING_KINDS}
 
     # --- pods ----------------------------------------------------------------------------
 
@@ -309,6 +312,15 @@ class ClusterState:
 
         def delete(key: Key, raw: Obj | None) -> None:
             self.cache.volumes.remove(kind, key[0], key[1])
+
+        return _Handler(upsert, delete)
+
+    def _selecting_handler(self, kind: str) -> _Handler:
+        def upsert(raw: Obj) -> None:
+            self.cache.selecting.upsert(kind, raw)  # a preference only: nobody to wake up
+
+        def delete(key: Key, raw: Obj | None) -> None:
+            self.cache.selecting.remove(kind, key[0], key[1])
 
         return _Handler(upsert, delete)
 

@@ -43,6 +43,7 @@ from gang.state.nodefacts import NodeFacts, node_facts
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
 from gang.state.resources import ResourceIndex, Vector
+from gang.state.selecting import SelectorCatalog
 from gang.state.topology import NodeDomains
 from gang.state.volumes import VolumeCatalog
 
@@ -92,6 +93,8 @@ class Snapshot:
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: claims, volumes, storage classes, CSI limits; live like ``pods``
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
+    #: Services' and controllers' selectors (default spreading); live like ``pods``
+    selecting: SelectorCatalog = field(default_factory=SelectorCatalog)
 
 
 class ClusterCache:
@@ -112,6 +115,7 @@ class ClusterCache:
         self.pods_by_label = PodIndex()
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         self.volumes = VolumeCatalog()
+        self.selecting = SelectorCatalog()
         self._domains = NodeDomains([])
         self._domains_version = -1
 
@@ -321,6 +325,7 @@ class ClusterCache:
             pods=self.pods_by_label,
             namespace_labels=self.namespace_labels,
             volumes=self.volumes,
+            selecting=self.selecting,
         )
 
     def free_of(self, name: str) -> dict[str, int]:

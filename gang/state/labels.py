@@ -15,7 +15,7 @@ nothing; ``In``/``NotIn`` need values, ``Exists``/``DoesNotExist`` take none.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -44,6 +44,20 @@ class SelectorError(ValueError):
     """A selector that cannot be read; the message starts with the field's path."""
 
 
+def set_operator_matches(operator: str, values: Collection[str], value: str | None) -> bool | None:
+    """``In`` / ``NotIn`` / ``Exists`` / ``DoesNotExist`` for a label's ``value`` (None: the
+    object lacks the label); None for any other operator (node selectors add ``Gt`` / ``Lt``)."""
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Requirement:
     key: str
@@ -51,15 +65,7 @@ class Requirement:
     values: frozenset[str]
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        op = self.operator
-        if op == "In":
-            return value is not None and value in self.values
-        if op == "NotIn":
-            return value is None or value not in self.values
-        if op == "Exists":
-            return value is not None
-        return value is None  # DoesNotExist
+        return set_operator_matches(self.operator, self.values, labels.get(self.key)) is True
 
 
 @dataclass(frozen=True, slots=True)

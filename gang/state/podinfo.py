@@ -171,6 +171,8 @@ class PodInfo:
     scheduling_gated: bool
     #: pod (anti-)affinity, topology spread, preferred node affinity, volumes, refused fields
     rules: PodRules = NO_RULES
+    #: the controlling owner (``ownerReferences`` with ``controller: true``): (kind, name)
+    controller: tuple[str, str] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -651,6 +653,17 @@ def _labels(value: Any) -> Mapping[str, str]:
     return labels
 
 
+def _controller(value: Any) -> tuple[str, str] | None:
+    """The owner reference marked ``controller: true`` as (kind, name); malformed ones are
+    ignored (they only feed default spreading)."""
+    for ref in value if isinstance(value, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            kind, name = ref.get("kind"), ref.get("name")
+            if isinstance(kind, str) and isinstance(name, str):
+                return (kind, name)
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # The entry point
 
@@ -707,4 +720,5 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         deleting=metadata.get("deletionTimestamp") is not None,
         scheduling_gated=bool(_seq(spec.get("schedulingGates"), "spec.schedulingGates")),
         rules=_rules(spec, namespace, name, labels),
+        controller=_controller(metadata.get("ownerReferences")),
     )

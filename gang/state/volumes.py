@@ -196,25 +196,19 @@ def _terms(raw_terms: Any) -> tuple[NodeSelectorTerm, ...]:
         term = _map(raw)
         terms.append(
             NodeSelectorTerm(
-                tuple(
-                    NodeSelectorRequirement(
-                        str(r["key"]),
-                        str(r["operator"]),
-                        tuple(str(v) for v in r.get("values") or ()),
-                    )
-                    for r in term.get("matchExpressions") or ()
-                ),
-                tuple(
-                    NodeSelectorRequirement(
-                        str(r["key"]),
-                        str(r["operator"]),
-                        tuple(str(v) for v in r.get("values") or ()),
-                    )
-                    for r in term.get("matchFields") or ()
-                ),
+                _requirements(term.get("matchExpressions")), _requirements(term.get("matchFields"))
             )
         )
     return tuple(terms)
+
+
+def _requirements(raw: Any) -> tuple[NodeSelectorRequirement, ...]:
+    return tuple(
+        NodeSelectorRequirement(
+            str(r["key"]), str(r["operator"]), tuple(str(v) for v in r.get("values") or ())
+        )
+        for r in raw or ()
+    )
 
 
 def parse_claim(raw: Mapping[str, Any]) -> Claim:

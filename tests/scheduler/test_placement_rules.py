@@ -239,3 +239,31 @@ async def test_a_dra_claim_is_refused_loudly_and_others_are_served() -> None:
         await eventually(condition_names_the_field)
         await eventually(pods_told)
         assert not set(refused) & set(await env.api.bound())
+
+
+async def test_pods_behind_a_service_are_spread_by_kube_scheduler_s_defaults() -> None:
+    """No constraint of their own, but a Service selects them: the System default constraints
+    (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) spread them over nodes, where
+    bin-packing alone stacks pods nobody selects on one node."""
+    async with gang_env("4:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
+        await env.api.core.create_namespaced_service(
+            "default",
+            {
+                "metadata": {"name": "web"},
+                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+            },
+        )
+
+        async def service_seen() -> bool:
+            return bool(env.scheduler.cache.selecting.services.get("default"))
+
+        await eventually(service_seen)
+        for i in range(4):  # one at a time: each sees the ones before it bound
+            await env.api.create_pods([gang_pod(f"web-{i}", None, labels={"app": "web"})])
+            await bound_all(env, [f"web-{i}"])
+        for i in range(4):
+            await env.api.create_pods([gang_pod(f"batch-{i}", None, labels={"app": "batch"})])
+            await bound_all(env, [f"batch-{i}"])
+        placed = await env.api.bound()
+        assert len({placed[f"web-{i}"] for i in range(4)}) == 4
+        assert len({placed[f"batch-{i}"] for i in range(4)}) == 1

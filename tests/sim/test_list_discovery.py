@@ -202,7 +202,7 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         ("scheduling.k8s.io", {"priorityclasses"}),
         ("storage.k8s.io", {"storageclasses", "csinodes"}),
         ("batch", {"jobs", "jobs/status"}),
-        ("apps", {"statefulsets", "statefulsets/status"}),
+        ("apps", {"statefulsets", "statefulsets/status", "replicasets", "replicasets/status"}),
         ("policy", {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
         ("scheduling.x-k8s.io", {"podgroups", "podgroups/status"}),
     ],

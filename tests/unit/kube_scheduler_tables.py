@@ -52,6 +52,10 @@ def world(case: dict[str, Any]) -> World:
         cache.upsert_node(node)
     for i, raw in enumerate(case.get("existing") or []):
         cache.upsert_pod(parse_pod(_pod(raw, f"ex-{i}")))
+    for obj in case.get("objects") or []:  # Services, ReplicaSets, ... selecting the pod
+        meta = {"namespace": "default", **(obj.get("metadata") or {})}
+        meta.setdefault("name", obj["kind"].lower())
+        cache.selecting.upsert(obj["kind"], {**obj, "metadata": meta})
     incoming = parse_pod(_pod(case["pod"], "p"))
     return World(cache, cache.snapshot(), incoming)
 

@@ -18,12 +18,7 @@ AFFINITY = load("interpodaffinity.yaml")
 SPREAD = load("podtopologyspread.yaml")
 
 #: case id → why gang's answer differs from kube-scheduler's test expectation
-DIFFERENT: dict[str, str] = {
-    "TestPodTopologySpreadScore[7] system defaulting, nodes don't have zone, pods match service": (
-        "kube-scheduler derives default constraints' selector from the Services selecting the "
-        "pod; gang's default constraints select the pod's gang and it watches no Services"
-    ),
-}
+DIFFERENT: dict[str, str] = {}
 for _name in (
     "TestPodTopologySpreadScore[24] matchLabelKeys ignored when feature gate disabled",
     "TestPreFilterState[28] matchLabelKeys ignored when feature gate disabled",
@@ -58,7 +53,7 @@ def test_inter_pod_affinity(case: dict[str, Any]) -> None:
 def _spread_plugin(case: dict[str, Any]) -> PodTopologySpread:
     args = case.get("args") or {}
     if args.get("defaultingType") == "List":
-        return PodTopologySpread(parse_default_constraints(args.get("defaultConstraints")))
+        return PodTopologySpread(parse_default_constraints(args.get("defaultConstraints")), "List")
     return PodTopologySpread()
 
 
