@@ -112,12 +112,11 @@ def _per_domain(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(domain id per node row for ``key``, count per domain of the given (row, count)s)."""
     domains = snap.domains(key)
-    counts = np.zeros(len(domains.values), dtype=np.int64)
-    for row, count in rows:
-        domain = domains.ids[row]
-        if domain >= 0:
-            counts[domain] += count
-    return domains.ids, counts
+    counts = np.zeros(len(domains.values) + 1, dtype=np.int64)  # last: nodes without the key
+    if rows:
+        where, how_many = zip(*rows, strict=True)
+        np.add.at(counts, domains.slots[list(where)], how_many)
+    return domains.ids, counts[:-1]
 
 
 def _occupied(snap: Snapshot, key: str, rows: Sequence[tuple[int, int]]) -> Mask:
@@ -138,7 +137,8 @@ class InterPodAffinity:
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         if pod.rules.pod_affinity:
             return True
-        if not snap.pods.has_terms() and not any(m.rules.pod_affinity for m, _ in placed):
+        stating = self._memo.rows(placed, "stating", lambda m: bool(m.rules.pod_affinity))
+        if not snap.pods.has_terms() and not stating:
             return False  # nobody states a rule about other pods
         return next(_terms_selecting(pod, snap, placed, self._memo), None) is not None
 
@@ -176,12 +176,17 @@ class InterPodAffinity:
         affinity = pod.rules.pod_affinity
         # kube-scheduler's order is affinity, anti-affinity, existing pods' anti-affinity: the
         # checks are written last to first, so the first failing one is what remains
-        for kind, _, term, rows in _terms_selecting(pod, snap, s.placed, self._memo):
-            if kind == REQUIRED_ANTI:
-                codes[_occupied(snap, term.topology_key, rows)] = 1
+        own: dict[tuple[AffinityTerm, tuple[tuple[int, int], ...]], Mask] = {}
         for term in affinity.required_anti:
             rows = [(r, 1) for r in _rows_matching(snap, s.placed, (term,), self._memo)]
-            codes[_occupied(snap, term.topology_key, rows)] = 3
+            own[(term, tuple(sorted(rows)))] = _occupied(snap, term.topology_key, rows)
+        for kind, _, term, rows in _terms_selecting(pod, snap, s.placed, self._memo):
+            # a gang's "one per node" is the same term, over the same pods, both ways: the
+            # pod's own verdict (written below, and it wins) already covers it
+            if kind == REQUIRED_ANTI and (term, tuple(sorted(rows))) not in own:
+                codes[_occupied(snap, term.topology_key, rows)] = 1
+        for mask in own.values():
+            codes[mask] = 3
         if affinity.required:
             codes[~self._affinity_ok(s, affinity.required)] = 2
         self._last = (s, codes)

@@ -436,14 +436,15 @@ class Placer:
                 return None
             best = int(np.argmax(local))
             return None if local[best] == -np.inf else int(candidates[best])
-        ok = local > -np.inf
+        passed: Mask | None = None  # every row the active rule filters let through
         for plugin in self.node_filters:
-            if plugin in active and ok.any():
-                passed = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
-                ok &= passed[candidates]
-        if not ok.any():
+            if plugin in active:
+                verdict = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
+                passed = verdict if passed is None else passed & verdict
+        total = local if passed is None else np.where(passed[candidates], local, -np.inf)
+        if not len(total) or total.max() == -np.inf:
             return None
-        total = np.where(ok, local, -np.inf)
+        ok = total > -np.inf
         scorers = [
             (p, w)
             for p, w in self.scores

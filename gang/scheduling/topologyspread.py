@@ -185,11 +185,12 @@ class PodTopologySpread:
     def _counts(
         ids: npt.NDArray[np.int64], domains: int, rows: Sequence[int], counted: Mask
     ) -> npt.NDArray[np.int64]:
-        counts = np.zeros(domains, dtype=np.int64)
-        for row in rows:
-            if counted[row] and ids[row] >= 0:
-                counts[ids[row]] += 1
-        return counts
+        counts = np.zeros(domains + 1, dtype=np.int64)  # the last slot: nodes without the key
+        if rows:
+            taken = np.asarray(rows, dtype=np.intp)
+            taken = taken[counted[taken]]
+            np.add.at(counts, np.where(ids[taken] >= 0, ids[taken], domains), 1)
+        return counts[:-1]
 
     # --- Filter ------------------------------------------------------------------------------
 
