@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -613,11 +614,20 @@ class CacheMachine(RuleBasedStateMachine):
         assert self.cache.remove_node(name) == (name in self.model.nodes)
         self.model.nodes.discard(name)
 
-    @rule(name=pod_names, uid=uids, node=pod_nodes, phase=phases, requests=requests_st)
+    @rule(
+        name=pod_names,
+        uid=uids,
+        node=pod_nodes,
+        phase=phases,
+        requests=requests_st,
+        app=st.sampled_from(("a", "b", None)),
+    )
     def upsert_pod(
-        self, name: str, uid: str, node: str, phase: str, requests: dict[str, Any]
+        self, name: str, uid: str, node: str, phase: str, requests: dict[str, Any], app: str | None
     ) -> None:
         info = make_info(name, uid=uid, node=node, phase=phase, **requests)
+        if app is not None:  # labels come and go with updates: the index must follow
+            info = replace(info, labels={"app": app})
         record = self.cache.upsert_pod(info)
         model = self.model.pods
         old = model.get(info.key)
@@ -673,6 +683,16 @@ class CacheMachine(RuleBasedStateMachine):
             assert requested(cache, name) == model.expected(name), name
         for row in np.flatnonzero(~cache.valid):
             assert not cache.requested[row].any()
+        # the affinity index holds exactly the assumed and bound pods, on their nodes
+        index = cache.pods_by_label
+        assert set(index.pods) == set(cache.pods)
+        for key, pod in index.pods.items():
+            assert pod.node == cache.pods[key].node
+            for pair in pod.labels.items():
+                assert index.by_label[pair][key] is pod
+        assert sum(len(holders) for holders in index.by_label.values()) == sum(
+            len(p.labels) for p in index.pods.values()
+        )
         assert {k: r.state for k, r in cache.pods.items()} == {
             k: v[3] for k, v in model.pods.items()
         }
