@@ -152,7 +152,8 @@ async def test_the_scheduler_waits_out_retry_after_on_lists_watches_and_bindings
     async with SimCluster("4:gpu=8,zones=2", faults=faults) as cluster:
         cluster.audit.record_requests = True
         async with running_scheduler(cluster):
-            members = create_gang(cluster, "job", 6) + create_gang(cluster, "solo", 1)
+            # enough bindings that some draw a 429 (0.75**25: 1 run in 1,300 would see none)
+            members = create_gang(cluster, "job", 24) + create_gang(cluster, "solo", 1)
             await until(lambda: set(members) <= set(bound(cluster)), 30, "all bound")
             await asyncio.sleep(1.5)  # more watch cuts and reconnects under throttling
         pairs = follow_ups(list(cluster.audit.requests))
