@@ -310,8 +310,9 @@ async def assert_not_overcommitted(target: Target) -> None:
 # --- scenarios -----------------------------------------------------------------------------
 
 
-async def example_fits(target: Target, example: str) -> None:
-    """Apply a fitting example into a fresh namespace: each gang binds whole, and says so."""
+async def example_fits(target: Target, example: str) -> str:
+    """Apply a fitting example into a fresh namespace: each gang binds whole, and says so.
+    Returns the namespace, for checks of where the pods went."""
     namespace = await target.new_namespace()
     await target.apply(example, namespace)
     gangs = FITTING[example]
@@ -321,6 +322,7 @@ async def example_fits(target: Target, example: str) -> None:
         await assert_podgroup_scheduled(target, namespace, group, size)
         await assert_scheduled_events(target, namespace, group)
     await assert_not_overcommitted(target)
+    return namespace
 
 
 async def too_big_waits_and_holds_nothing(target: Target) -> None:

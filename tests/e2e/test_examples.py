@@ -7,7 +7,12 @@ difference between the simulator and Kubernetes shows up as one of the pair fail
 
 from __future__ import annotations
 
-from tests.e2e.scenarios import Target, example_fits, too_big_waits_and_holds_nothing
+from tests.e2e.scenarios import (
+    Target,
+    example_fits,
+    gang_pods,
+    too_big_waits_and_holds_nothing,
+)
 
 
 async def test_training_job_binds_whole(cluster: Target) -> None:
@@ -15,7 +20,13 @@ async def test_training_job_binds_whole(cluster: Target) -> None:
 
 
 async def test_mpi_job_launcher_and_workers_bind_as_one_gang(cluster: Target) -> None:
-    await example_fits(cluster, "mpi-job.yaml")
+    namespace = await example_fits(cluster, "mpi-job.yaml")
+    workers = [
+        p["spec"]["nodeName"]
+        for p in await gang_pods(cluster, namespace, "mpi-allreduce")
+        if p["metadata"]["labels"].get("app.kubernetes.io/component") == "worker"
+    ]
+    assert len(workers) == 4 and len(set(workers)) == 4, workers  # one rank per host
 
 
 async def test_plain_pods_gang_binds_whole(cluster: Target) -> None:
