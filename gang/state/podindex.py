@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gang.state.labels import LabelSelector
 from gang.state.podinfo import PodInfo
@@ -49,6 +50,8 @@ class IndexedPod:
 class PodIndex:
     pods: dict[Key, IndexedPod] = field(default_factory=dict)
     by_label: dict[tuple[str, str], dict[Key, IndexedPod]] = field(default_factory=dict)
+    #: the pods carrying a label key, whatever its value (for ``Exists`` requirements)
+    by_key: dict[str, dict[Key, IndexedPod]] = field(default_factory=dict)
     #: per affinity term of a placed pod: the nodes holding pods with it, counted
     term_nodes: dict[TermKey, Counter[str]] = field(default_factory=dict)
     #: terms whose selector needs one of these label pairs; ``term_anywhere`` the others
@@ -86,6 +89,7 @@ class PodIndex:
             self.with_claims.setdefault(node, {})[pod.key] = pod
         for pair in pod.labels.items():
             self.by_label.setdefault(pair, {})[pod.key] = pod
+            self.by_key.setdefault(pair[0], {})[pod.key] = pod
         for term_key in _terms(pod.affinity):
             nodes = self.term_nodes.get(term_key)
             if nodes is None:
@@ -107,11 +111,8 @@ class PodIndex:
             if not on_node:
                 self.with_claims.pop(pod.node, None)
         for pair in pod.labels.items():
-            holders = self.by_label.get(pair)
-            if holders is not None:
-                holders.pop(key, None)
-                if not holders:
-                    del self.by_label[pair]
+            _discard(self.by_label, pair, key)
+            _discard(self.by_key, pair[0], key)
         for term_key in _terms(pod.affinity):
             nodes = self.term_nodes[term_key]
             nodes[pod.node] -= 1
@@ -135,14 +136,14 @@ class PodIndex:
         if selector.nothing:
             return
         pairs = selector.index_keys()
-        if pairs is None:
-            candidates: Iterator[IndexedPod] = iter(self.pods.values())
-            for pod in candidates:
-                if selector.matches(pod.labels):
-                    yield pod
-            return
-        for pair in pairs:
-            for pod in self.by_label.get(pair, {}).values():
+        groups: list[dict[Key, IndexedPod]]
+        if pairs is not None:
+            groups = [self.by_label.get(pair, {}) for pair in pairs]
+        else:  # an Exists requirement narrows to the pods with that key; else every pod
+            keys = [r.key for r in selector.requirements if r.operator == "Exists"]
+            groups = [min((self.by_key.get(k, {}) for k in keys), key=len)] if keys else [self.pods]
+        for group in groups:
+            for pod in group.values():
                 if selector.matches(pod.labels):
                     yield pod
 
@@ -164,6 +165,14 @@ class PodIndex:
 
     def has_terms(self) -> bool:
         return bool(self.term_nodes)
+
+
+def _discard(index: dict[Any, dict[Key, IndexedPod]], at: Any, key: Key) -> None:
+    holders = index.get(at)
+    if holders is not None:
+        holders.pop(key, None)
+        if not holders:
+            del index[at]
 
 
 def _terms(affinity: PodAffinity) -> Iterator[TermKey]:

@@ -690,9 +690,9 @@ class CacheMachine(RuleBasedStateMachine):
             assert pod.node == cache.pods[key].node
             for pair in pod.labels.items():
                 assert index.by_label[pair][key] is pod
-        assert sum(len(holders) for holders in index.by_label.values()) == sum(
-            len(p.labels) for p in index.pods.values()
-        )
+        labelled = sum(len(p.labels) for p in index.pods.values())
+        assert sum(len(holders) for holders in index.by_label.values()) == labelled
+        assert sum(len(holders) for holders in index.by_key.values()) == labelled
         assert {k: r.state for k, r in cache.pods.items()} == {
             k: v[3] for k, v in model.pods.items()
         }
