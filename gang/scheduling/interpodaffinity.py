@@ -94,6 +94,11 @@ def _terms_selecting(
             yield kind, weight, term, rows
 
 
+def _states_scored_terms(pod: PodInfo) -> bool:
+    affinity = pod.rules.pod_affinity
+    return bool(affinity.required or affinity.preferred or affinity.preferred_anti)
+
+
 def _own_terms(affinity: PodAffinity) -> Iterator[tuple[str, int, AffinityTerm]]:
     if not affinity:
         return
@@ -150,6 +155,9 @@ class InterPodAffinity:
             return True
         if self.ignore_preferred_terms_of_existing_pods:
             return False
+        weighing = self._memo.rows(placed, "weighing", _states_scored_terms)
+        if not snap.pods.scored_terms and not weighing:
+            return False  # only required anti-affinity around: nothing to score
         for kind, _, _, _ in _terms_selecting(pod, snap, placed, self._memo):
             if kind != REQUIRED_ANTI and (kind != REQUIRED or self.hard_pod_affinity_weight > 0):
                 return True
@@ -176,16 +184,16 @@ class InterPodAffinity:
         affinity = pod.rules.pod_affinity
         # kube-scheduler's order is affinity, anti-affinity, existing pods' anti-affinity: the
         # checks are written last to first, so the first failing one is what remains
-        own: dict[tuple[AffinityTerm, tuple[tuple[int, int], ...]], Mask] = {}
+        own: list[tuple[AffinityTerm, list[tuple[int, int]], Mask]] = []
         for term in affinity.required_anti:
             rows = [(r, 1) for r in _rows_matching(snap, s.placed, (term,), self._memo)]
-            own[(term, tuple(sorted(rows)))] = _occupied(snap, term.topology_key, rows)
+            own.append((term, rows, _occupied(snap, term.topology_key, rows)))
         for kind, _, term, rows in _terms_selecting(pod, snap, s.placed, self._memo):
-            # a gang's "one per node" is the same term, over the same pods, both ways: the
-            # pod's own verdict (written below, and it wins) already covers it
-            if kind == REQUIRED_ANTI and (term, tuple(sorted(rows))) not in own:
+            # a gang's "one per node" is the same term, over the same pods (in the same order,
+            # the order they were placed in), both ways: the pod's own verdict covers it
+            if kind == REQUIRED_ANTI and not any(t == term and r == rows for t, r, _ in own):
                 codes[_occupied(snap, term.topology_key, rows)] = 1
-        for mask in own.values():
+        for _, _, mask in own:
             codes[mask] = 3
         if affinity.required:
             codes[~self._affinity_ok(s, affinity.required)] = 2

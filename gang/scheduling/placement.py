@@ -441,16 +441,22 @@ class Placer:
             if plugin in active:
                 verdict = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
                 passed = verdict if passed is None else passed & verdict
-        total = local if passed is None else np.where(passed[candidates], local, -np.inf)
-        if not len(total) or total.max() == -np.inf:
-            return None
-        ok = total > -np.inf
+        if passed is None:
+            total = local
+        else:  # candidates are ascending rows: all of them means every row, in order
+            keep = passed if len(candidates) == len(passed) else passed[candidates]
+            total = np.where(keep, local, -np.inf)
         scorers = [
             (p, w)
             for p, w in self.scores
             if p in active and scores_for(p, view.pod, view.snap, view.placed)
         ]
+        if not len(total):
+            return None
         if scorers:
+            ok = total > -np.inf
+            if not ok.any():
+                return None
             subset = candidates[ok]
             rule_view = ScoreInput(
                 subset,
@@ -465,7 +471,8 @@ class Placer:
                 raw = call(scorer, "Score", self.budget, scorer.score, rule_view)
                 normalized = call(scorer, "NormalizeScore", self.budget, scorer.normalize, raw)
                 total[ok] += weight * normalized
-        return int(candidates[int(np.argmax(total))])
+        best = int(np.argmax(total))
+        return None if total[best] == -np.inf else int(candidates[best])
 
     def _rejudge_last(
         self,

@@ -57,6 +57,8 @@ class PodIndex:
     #: terms whose selector needs one of these label pairs; ``term_anywhere`` the others
     term_by_label: dict[tuple[str, str], set[TermKey]] = field(default_factory=dict)
     term_anywhere: set[TermKey] = field(default_factory=set)
+    #: how many distinct terms weigh on a score (every kind but required anti-affinity)
+    scored_terms: int = 0
     #: node → the pods there that mount claims (for per-node volume limits)
     with_claims: dict[str, dict[Key, IndexedPod]] = field(default_factory=dict)
 
@@ -94,6 +96,7 @@ class PodIndex:
             nodes = self.term_nodes.get(term_key)
             if nodes is None:
                 nodes = self.term_nodes[term_key] = Counter()
+                self.scored_terms += term_key[0] != REQUIRED_ANTI
                 pairs = term_key[2].selector.index_keys()
                 if pairs is None:
                     self.term_anywhere.add(term_key)
@@ -120,6 +123,7 @@ class PodIndex:
                 del nodes[pod.node]
             if not nodes:
                 del self.term_nodes[term_key]
+                self.scored_terms -= term_key[0] != REQUIRED_ANTI
                 pairs = term_key[2].selector.index_keys()
                 self.term_anywhere.discard(term_key)
                 for pair in pairs or ():
