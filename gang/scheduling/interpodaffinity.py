@@ -117,11 +117,8 @@ def _per_domain(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(domain id per node row for ``key``, count per domain of the given (row, count)s)."""
     domains = snap.domains(key)
-    counts = np.zeros(len(domains.values) + 1, dtype=np.int64)  # last: nodes without the key
-    if rows:
-        where, how_many = zip(*rows, strict=True)
-        np.add.at(counts, domains.slots[list(where)], how_many)
-    return domains.ids, counts[:-1]
+    where = [row for row, _ in rows]
+    return domains.ids, domains.count(where, [count for _, count in rows])[:-1]
 
 
 def _occupied(snap: Snapshot, key: str, rows: Sequence[tuple[int, int]]) -> Mask:

@@ -125,7 +125,11 @@ class Placer:
         self.node_filters = (
             list(node_filters) if node_filters is not None else default_node_filters()
         )
-        self.scores = list(scores) if scores is not None else default_scores(weights)
+        self.scores = (
+            list(scores)
+            if scores is not None
+            else default_scores(weights, [*self.filters, *self.node_filters])
+        )
         self.budget = (budgets or Budgets()).sync
         #: try to fit a whole gang inside one topology domain first
         self.pack_domains = any(isinstance(plugin, GangPacking) for plugin, _ in self.scores)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -394,17 +395,27 @@ class GangPermit:
         )
 
 
-def default_scores(weights: ScoreWeights) -> list[tuple[ScorePlugin, int]]:
-    """The Score plugins with a non-zero weight."""
+def default_scores(
+    weights: ScoreWeights, filters: Sequence[object] = ()
+) -> list[tuple[ScorePlugin, int]]:
+    """The Score plugins with a non-zero weight. A plugin that also filters is taken from
+    ``filters`` when there, so one instance serves both points (as in a profile) and its
+    per-pod work is done once."""
+    shared: dict[type, Any] = {type(f): f for f in filters}
+
+    def one(cls: type) -> ScorePlugin:
+        found: ScorePlugin = shared.get(cls) or cls()
+        return found
+
     table: list[tuple[ScorePlugin, int]] = [
         (LeastAllocated(), weights.least_allocated),
         (MostAllocated(), weights.most_allocated),
         (BalancedAllocation(), weights.balanced_allocation),
         (GangPacking(), weights.gang_packing),
-        (TaintToleration(), weights.taint_toleration),
-        (NodeAffinity(), weights.node_affinity),
-        (PodTopologySpread(), weights.pod_topology_spread),
-        (InterPodAffinity(), weights.inter_pod_affinity),
+        (one(TaintToleration), weights.taint_toleration),
+        (one(NodeAffinity), weights.node_affinity),
+        (one(PodTopologySpread), weights.pod_topology_spread),
+        (one(InterPodAffinity), weights.inter_pod_affinity),
     ]
     return [(plugin, weight) for plugin, weight in table if weight > 0]
 

@@ -181,17 +181,6 @@ class PodTopologySpread:
             lambda m: m.namespace == pod.namespace and c.selector.matches(m.labels),
         )
 
-    @staticmethod
-    def _counts(
-        ids: npt.NDArray[np.int64], domains: int, rows: Sequence[int], counted: Mask
-    ) -> npt.NDArray[np.int64]:
-        counts = np.zeros(domains + 1, dtype=np.int64)  # the last slot: nodes without the key
-        if rows:
-            taken = np.asarray(rows, dtype=np.intp)
-            taken = taken[counted[taken]]
-            np.add.at(counts, np.where(ids[taken] >= 0, ids[taken], domains), 1)
-        return counts[:-1]
-
     # --- Filter ------------------------------------------------------------------------------
 
     def filter_nodes(self, s: NodeFilterInput) -> Mask:
@@ -239,7 +228,7 @@ class PodTopologySpread:
         for c, counted, present in self._eligible(snap, pod, hard):
             domains = snap.domains(c.topology_key)
             rows = self._matching_rows(snap, placed, pod, c)
-            counts = self._counts(domains.ids, len(domains.values), rows, counted)
+            counts = domains.count(rows, where=counted)[:-1]
             out.append((c, domains.ids, counts, present))
         return out
 
@@ -299,8 +288,7 @@ class PodTopologySpread:
                 tracked[slots[scored]] = True
                 size = int(tracked.sum())
                 counted = all_keys & self._inclusion(snap, pod, c) & tracked[slots]
-            counts = np.zeros(len(domains.values) + 1, dtype=np.int64)
-            np.add.at(counts, slots[[r for r in rows if counted[r]]], 1)
+            counts = domains.count(rows, where=counted)
             weight = float(np.log(size + 2))
             labelled = domains.ids[cand] >= 0  # a node without the key scores nothing here
             raw += np.where(labelled, counts[slots[cand]] * weight + (c.max_skew - 1), 0.0)

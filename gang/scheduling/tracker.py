@@ -40,6 +40,13 @@ STORAGE_KINDS = ("claims", "volumes", "classes", "csinodes")
 SELECTING_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 
+class Catalog(Protocol):
+    """What the informers feed besides pods, nodes and PodGroups (volumes, selectors)."""
+
+    def upsert(self, kind: str, raw: Obj) -> bool: ...
+    def remove(self, kind: str, namespace: str, name: str) -> None: ...
+
+
 class Reporter(Protocol):
     """Where the scheduling side sends what users should see (Events, PodGroup status)."""
 
@@ -79,9 +86,15 @@ class ClusterState:
         self.groups = _Handler(self._upsert_podgroup, self._delete_podgroup)
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
         #: PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes
-        self.storage = {kind: self._storage_handler(kind) for kind in STORAGE_KINDS}
-        #: Services, ReplicaSets, StatefulSets, ReplicationControllers (default spreading)
-        self.selecting = {kind: self._selecting_handler(kind) for kind in SELECTING_KINDS}
+        self.storage = {
+            kind: self._catalog_handler(cache.volumes, kind, wakes=True) for kind in STORAGE_KINDS
+        }
+        #: Services, ReplicaSets, StatefulSets, ReplicationControllers (default spreading: a
+        #: preference only, so a change wakes no waiting gang)
+        self.selecting = {
+            kind: self._catalog_handler(cache.selecting, kind, wakes=False)
+            for kind in SELECTING_KINDS
+        }
 
     # --- pods ----------------------------------------------------------------------------
 
@@ -305,22 +318,16 @@ class ClusterState:
 
     # --- storage (for the volume rules) -----------------------------------------------------
 
-    def _storage_handler(self, kind: str) -> _Handler:
+    def _catalog_handler(self, catalog: Catalog, kind: str, wakes: bool) -> _Handler:
+        """Feed one kind of informer object into a catalog; ``wakes``: a change may let a
+        waiting gang fit (a claim bound, a volume appeared, ...)."""
+
         def upsert(raw: Obj) -> None:
-            if self.cache.volumes.upsert(kind, raw):
-                self.queue.activate_unschedulable()  # a claim bound, a volume appeared, ...
+            if catalog.upsert(kind, raw) and wakes:
+                self.queue.activate_unschedulable()
 
         def delete(key: Key, raw: Obj | None) -> None:
-            self.cache.volumes.remove(kind, key[0], key[1])
-
-        return _Handler(upsert, delete)
-
-    def _selecting_handler(self, kind: str) -> _Handler:
-        def upsert(raw: Obj) -> None:
-            self.cache.selecting.upsert(kind, raw)  # a preference only: nobody to wake up
-
-        def delete(key: Key, raw: Obj | None) -> None:
-            self.cache.selecting.remove(kind, key[0], key[1])
+            catalog.remove(kind, key[0], key[1])
 
         return _Handler(upsert, delete)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -42,6 +42,7 @@ from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import NodeSelectorTerm, PodInfo
 from gang.state.volumes import (
     ANN_SELECTED_NODE,
+    ZONE_LABELS,
     Claim,
     Volume,
     VolumeCatalog,
@@ -122,6 +123,20 @@ def _one_pod_only(snap: Snapshot, pod: PodInfo, taken: dict[Key, str]) -> str | 
             return REASON_ONE_POD_ONLY
         taken[key] = pod.name
     return None
+
+
+def _smallest(
+    catalog: VolumeCatalog, claim: Claim, taken: set[str], reaches: Callable[[Volume], bool]
+) -> str | None:
+    """The smallest volume not ``taken`` that the claim could bind and that ``reaches`` the
+    node (kube-scheduler's choice among static volumes)."""
+    best: Volume | None = None
+    for volume in catalog.volumes.values():
+        if volume.name in taken or not _fits(volume, claim) or not reaches(volume):
+            continue
+        if best is None or volume.capacity < best.capacity:
+            best = volume
+    return best.name if best is not None else None
 
 
 def _fits(volume: Volume, claim: Claim) -> bool:
@@ -209,15 +224,9 @@ class VolumeBinding:
 
     def _static_for(self, snap: Snapshot, claim: Claim, row: int, taken: set[str]) -> str | None:
         """The smallest volume the claim could bind on ``row`` (kube-scheduler's choice)."""
-        best: Volume | None = None
-        for volume in snap.volumes.volumes.values():
-            if volume.name in taken or not _fits(volume, claim):
-                continue
-            if self.volume_rows(snap, volume)[row] and (
-                best is None or volume.capacity < best.capacity
-            ):
-                best = volume
-        return best.name if best is not None else None
+        return _smallest(
+            snap.volumes, claim, taken, lambda volume: bool(self.volume_rows(snap, volume)[row])
+        )
 
     def filter_nodes(self, s: NodeFilterInput) -> Mask:
         result: Mask = np.logical_not(np.any(self._verdict(s), axis=0))
@@ -331,16 +340,12 @@ class VolumeBinding:
     def _claim_static(self, claim: Claim, node: str) -> str | None:
         """A static volume for the claim on ``node`` that no PreBind in flight took."""
         assert self.cache is not None
-        busy = set(self._chosen.values())
-        best: Volume | None = None
-        for volume in self.cache.volumes.volumes.values():
-            if volume.name in busy or not _fits(volume, claim):
-                continue
-            if not self._reaches(volume, node):
-                continue
-            if best is None or volume.capacity < best.capacity:
-                best = volume
-        return best.name if best is not None else None
+        return _smallest(
+            self.cache.volumes,
+            claim,
+            set(self._chosen.values()),
+            lambda volume: self._reaches(volume, node),
+        )
 
     async def _wait_bound(self, catalog: VolumeCatalog, claims: list[Claim], node: str) -> None:
         loop = asyncio.get_running_loop()
@@ -387,6 +392,10 @@ class VolumeZone:
 
     name = "VolumeZone"
 
+    def __init__(self) -> None:
+        #: per volume zone labels and node-set version: the rows that may use the volume
+        self._masks: dict[tuple[object, int], Mask] = {}
+
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(pod.rules.claims)
 
@@ -399,9 +408,15 @@ class VolumeZone:
             volume = catalog.volumes.get(claim.volume_name) if claim else None
             if volume is None or not volume.zone_labels:
                 continue
-            for row, facts in enumerate(snap.facts):
-                if facts is not None and ok[row] and not zone_fits(volume, facts):
-                    ok[row] = False
+            key = (volume.zone_labels, snap.version)
+            mask = self._masks.get(key)
+            if mask is None:
+                if len(self._masks) > 4096:
+                    self._masks.clear()
+                mask = self._masks[key] = np.array(
+                    [f is None or zone_fits(volume, f) for f in snap.facts], dtype=np.bool_
+                )
+            ok &= mask
         return ok
 
     def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
@@ -411,7 +426,7 @@ class VolumeZone:
 def zone_fits(volume: Volume, node: NodeFacts) -> bool:
     """VolumeZone for one node: a node without any zone/region label takes anything."""
     labels = node.labels
-    if not any(key in labels for key, _ in _ZONE_PAIRS):
+    if not any(key in labels for key in ZONE_LABELS):
         return True
     for key, values in volume.zone_labels:
         value = labels.get(key)
@@ -422,12 +437,6 @@ def zone_fits(volume: Volume, node: NodeFacts) -> bool:
     return True
 
 
-_ZONE_PAIRS: Final = (
-    ("topology.kubernetes.io/zone", ""),
-    ("topology.kubernetes.io/region", ""),
-    ("failure-domain.beta.kubernetes.io/zone", ""),
-    ("failure-domain.beta.kubernetes.io/region", ""),
-)
 _GA: Final = {
     "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
     "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",

@@ -34,6 +34,24 @@ class Domains:
     #: slot (the answer for nodes without the label) to get every node's answer in one gather
     slots: Ids
 
+    def count(
+        self,
+        rows: Sequence[int],
+        weights: Sequence[int] | None = None,
+        where: npt.NDArray[np.bool_] | None = None,
+    ) -> Ids:
+        """Per domain, then one more slot for nodes without the label: how many of ``rows``
+        (each counted ``weights[i]`` times, default once; only rows ``where`` admits) are in it."""
+        counts = np.zeros(len(self.values) + 1, dtype=np.int64)
+        if len(rows):
+            at = np.asarray(rows, dtype=np.intp)
+            many = np.ones(len(at), dtype=np.int64) if weights is None else np.asarray(weights)
+            if where is not None:
+                keep = where[at]
+                at, many = at[keep], many[keep]
+            np.add.at(counts, self.slots[at], many)
+        return counts
+
     def per_node(self, per_domain: npt.NDArray[T], unlabelled: object) -> npt.NDArray[T]:
         """Spread a per-domain answer over the node rows; ``unlabelled`` for nodes without it."""
         extended = np.empty(len(per_domain) + 1, dtype=per_domain.dtype)
@@ -67,15 +85,3 @@ class NodeDomains:
             slots = np.where(ids >= 0, ids, len(id_of))
             found = self._by_key[key] = Domains(ids, list(id_of), id_of, slots)
         return found
-
-    def count(self, key: str, nodes: Mapping[str, int]) -> npt.NDArray[np.int64]:
-        """Per domain of ``key``: the sum of ``nodes``' counts over the nodes in it."""
-        domains = self(key)
-        counts = np.zeros(len(domains.values), dtype=np.int64)
-        for name, n in nodes.items():
-            row = self.row_of.get(name)
-            if row is not None:
-                domain = domains.ids[row]
-                if domain >= 0:
-                    counts[domain] += n
-        return counts
