@@ -67,6 +67,22 @@ class SchedulerCollector(Collector):
             buckets=histogram.cumulative(),
             sum_value=histogram.total,
         )
+        cycle = scheduler.cycle
+        yield CounterMetricFamily(
+            "gang_preemptions",
+            "Preemptions decided (each evicts whole gangs, or members above minMember)",
+            value=cycle.preemptions,
+        )
+        yield CounterMetricFamily(
+            "gang_preempted_pods", "Pods chosen as preemption victims", value=cycle.preempted_pods
+        )
+        decisions = cycle.preemption_decisions
+        yield HistogramMetricFamily(
+            "gang_preemption_decision_seconds",
+            "Seconds one preemption decision took (victim search on the snapshot)",
+            buckets=decisions.cumulative(),
+            sum_value=decisions.total,
+        )
         waiting = GaugeMetricFamily(
             "gang_gangs_waiting", "Gangs with members waiting for placement or quorum"
         )

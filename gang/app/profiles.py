@@ -25,6 +25,7 @@ from gang.scheduling.plugins import (
     GangPermit,
     MinResources,
 )
+from gang.scheduling.preemption import DEFAULT_MAX_TRIALS, GangPreemption
 from gang.scheduling.topologyspread import PodTopologySpread, parse_default_constraints
 from gang.scheduling.volumes import VolumeBinding
 
@@ -48,6 +49,7 @@ def _builtin_factories() -> dict[str, Factory]:
         ctx.kube, ctx.cache, float(args.get("bind_timeout_seconds", 600))
     )
     factories["PodTopologySpread"] = _topology_spread
+    factories["GangPreemption"] = _gang_preemption
     return factories
 
 
@@ -69,6 +71,13 @@ def _topology_spread(args: dict[str, Any], ctx: fw.PluginContext) -> PodTopology
     if kind == "System" and constraints:
         raise ValueError("default_constraints need defaulting_type: List")
     return PodTopologySpread(constraints, kind)
+
+
+def _gang_preemption(args: dict[str, Any], ctx: fw.PluginContext) -> GangPreemption:
+    trials = args.get("max_trials", DEFAULT_MAX_TRIALS)
+    if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= 10_000:
+        raise ValueError(f"max_trials must be an integer in 1..10000, got {trials!r}")
+    return GangPreemption(trials)
 
 
 def load_object(path: str) -> Any:
@@ -148,6 +157,7 @@ def default_plugins(config: SchedulerConfig) -> list[tuple[str, int]]:
         ("VolumeZone", 0),
         ("PodTopologySpread", w.pod_topology_spread),
         ("InterPodAffinity", w.inter_pod_affinity),
+        ("GangPreemption", 0),
         ("LeastAllocated", w.least_allocated),
         ("MostAllocated", w.most_allocated),
         ("BalancedAllocation", w.balanced_allocation),
@@ -164,6 +174,7 @@ _POINTS: tuple[tuple[type, str], ...] = (
     (fw.StaticFilterPlugin, "static_filters"),
     (fw.NodeFilterPlugin, "node_filters"),
     (fw.PostFilterPlugin, "post_filters"),
+    (fw.PreemptionPlugin, "preemptions"),
     (fw.PreScorePlugin, "pre_scores"),
     (fw.ReservePlugin, "reserves"),
     (fw.PermitPlugin, "permits"),
@@ -207,7 +218,11 @@ def build_profile(
     result = fw.Profile(
         scheduler_name=profile.scheduler_name,
         queue_sort=sorts[0],
-        budgets=fw.Budgets(config.plugin_budget_seconds, config.async_plugin_budget_seconds),
+        budgets=fw.Budgets(
+            config.plugin_budget_seconds,
+            config.async_plugin_budget_seconds,
+            config.preemption_budget_seconds,
+        ),
     )
     for plugin, weight in plugins:
         for protocol, attribute in _POINTS:

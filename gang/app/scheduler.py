@@ -19,6 +19,7 @@ from typing import Any
 
 from gang.app.profiles import build_profiles
 from gang.binding.binder import Binder
+from gang.binding.evictor import Evictor
 from gang.binding.reporter import PODGROUPS, KubeReporter
 from gang.kube.informer import Informer
 from gang.kube.ratelimit import TokenBucket
@@ -26,6 +27,7 @@ from gang.kube.transport import (
     CSI_NODES,
     NAMESPACES,
     NODES,
+    PDBS,
     PODS,
     PVCS,
     PVS,
@@ -41,6 +43,7 @@ from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
 from gang.scheduling.framework import PluginContext
 from gang.scheduling.gang import Gang
+from gang.scheduling.histogram import DurationHistogram
 from gang.scheduling.placement import Placer
 from gang.scheduling.tracker import ClusterState
 from gang.state.cache import ClusterCache
@@ -48,37 +51,6 @@ from gang.state.cache import ClusterCache
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-
-
-#: upper bounds (seconds) of the time-to-full-gang histogram buckets
-FULL_GANG_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
-
-
-@dataclass(slots=True)
-class DurationHistogram:
-    """Cumulative-bucket histogram (Prometheus style) with a bounded memory footprint."""
-
-    bounds: tuple[float, ...] = FULL_GANG_BUCKETS
-    counts: list[int] = field(default_factory=lambda: [0] * (len(FULL_GANG_BUCKETS) + 1))
-    total: float = 0.0
-    observations: int = 0
-    largest: float = 0.0
-
-    def observe(self, seconds: float) -> None:
-        index = next(
-            (i for i, bound in enumerate(self.bounds) if seconds <= bound), len(self.bounds)
-        )
-        self.counts[index] += 1
-        self.total += seconds
-        self.observations += 1
-        self.largest = max(self.largest, seconds)
-
-    def cumulative(self) -> list[tuple[str, int]]:
-        out, running = [], 0
-        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
-            running += count
-            out.append((bound, running))
-        return out
 
 
 @dataclass(slots=True)
@@ -139,8 +111,15 @@ class GangScheduler:
             on_bound=self._bound,
             profiles=self.profiles,
         )
+        self.evictor = Evictor(self.kube, self.state, names[0])
         self.cycle = Cycle(
-            self.state, self.profiles, self.placers, cfg, on_permitted=self.binder.bind_gang
+            self.state,
+            self.profiles,
+            self.placers,
+            cfg,
+            on_permitted=self.binder.bind_gang,
+            on_preempt=self.evictor.preempt,
+            on_nominate=self.evictor.nominate,
         )
         self.informers = [
             Informer(
@@ -160,6 +139,7 @@ class GangScheduler:
                 (REPLICA_SETS, self.state.selecting["ReplicaSet"]),
                 (STATEFUL_SETS, self.state.selecting["StatefulSet"]),
                 (REPLICATION_CONTROLLERS, self.state.selecting["ReplicationController"]),
+                (PDBS, self.state.budgets),
                 (NODES, self.state.nodes),
                 (PODGROUPS, self.state.groups),
                 (PODS, self.state.pods),
@@ -187,9 +167,10 @@ class GangScheduler:
         """On the way out: release what is only reserved, let binds in flight finish, and
         write what users should see."""
         for gang in list(self.state.gangs.values()):
-            self.cycle.unreserve(gang)
+            self.cycle.settle(gang)
         try:
             await asyncio.wait_for(self.binder.drain(), 10)
+            await asyncio.wait_for(self.evictor.drain(), 5)
             await self.reporter.flush(2)
         except (
             TimeoutError,
@@ -205,6 +186,7 @@ class GangScheduler:
             len(self.cache.pods),
             len(self.state.podgroups),
         )
+        self.evictor.recover()  # preemptions a previous run marked but did not finish
         self.ready.set()
         while True:
             key = await self.queue.pop()

@@ -33,6 +33,13 @@ def table(results: list[BenchResult]) -> str:
                 f"{r.pods_on_other_nodes} pods off the benchmark's nodes)"
             )
         )
+        if r.preemptor_members:
+            lines.append(
+                f"  preemption: a {r.preemptor_members}-member gang at a higher priority: "
+                f"{r.preemptor_bound}/{r.preemptor_members} bound, decision "
+                f"{r.preemption_decision_seconds * 1000:.0f} ms, creation to last binding "
+                f"{r.preemptor_seconds:.2f} s, {r.preempted_pods} workload pods evicted"
+            )
     return "\n".join(lines)
 
 

@@ -34,7 +34,17 @@ import psutil
 
 from gang.bench.cluster import NODE_SELECTOR, BenchCluster, BenchClusterError
 from gang.bench.invariants import free_capacity, overcommitted, parse_pods
-from gang.bench.workload import NAMESPACE, BenchConfig, GangSpec, plan, podgroup, pods
+from gang.bench.workload import (
+    NAMESPACE,
+    PREEMPTOR,
+    PREEMPTOR_PRIORITY,
+    BenchConfig,
+    GangSpec,
+    plan,
+    podgroup,
+    pods,
+    preemptor_gang,
+)
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
     POD_GROUP_LABEL,
@@ -69,6 +79,13 @@ class BenchResult:
     #: benchmark pods bound outside the benchmark's nodes (a real cluster's own nodes)
     pods_on_other_nodes: int = 0
     machine: str = ""
+    #: the preemption phase (``preemptor`` > 0): decision seconds (the scheduler's own metric),
+    #: seconds from the preemptor's creation to its last binding, workload pods evicted
+    preemptor_members: int = 0
+    preemptor_bound: int = 0
+    preemption_decision_seconds: float = 0.0
+    preemptor_seconds: float = 0.0
+    preempted_pods: int = 0
     #: seconds since the first binding → pods bound by then (for the chart)
     timeline: list[tuple[float, int]] = field(default_factory=list)
     full_gang_seconds: list[float] = field(default_factory=list)
@@ -133,6 +150,9 @@ class Driver:
         self._scheduler_ps: psutil.Process | None = None
         #: the scheduler's CPU seconds when the first binding was seen
         self._cpu_at_first_bind: float | None = None
+        #: the preemption phase: its members' bindings (kept apart), and workload pods deleted
+        self.preemptor_bound_at: dict[str, float] = {}
+        self.deleted = 0
 
     def _say(self, text: str, end: str = "\n") -> None:
         if self.progress:
@@ -245,7 +265,9 @@ class Driver:
         assert cluster is not None
         where = machine()
         await cluster.create_namespace(NAMESPACE)
-        await cluster.create_priority_classes(self.config.priorities)
+        await cluster.create_priority_classes(
+            [*self.config.priorities, *([PREEMPTOR_PRIORITY] if self.config.preemptor else [])]
+        )
         if self.kubeconfig is not None:
             where = f"{where}; apiserver {await cluster.server_version()}"
             # the benchmark's own nodes: the only ones its pods may use and the invariants cover
@@ -270,8 +292,16 @@ class Driver:
         env = {f"GANG_SCHEDULER__{k.upper()}": str(v) for k, v in self.config.scheduler.items()}
         env.setdefault("GANG_SCHEDULER__QPS", "5000")
         env.setdefault("GANG_SCHEDULER__BURST", "10000")
+        port = _free_port()
         scheduler = await self._spawn(
-            "run", "--kubeconfig", kubeconfig, "--port", "0", "--log-level", "WARNING", env=env
+            "run",
+            "--kubeconfig",
+            kubeconfig,
+            "--port",
+            str(port),
+            "--log-level",
+            "WARNING",
+            env=env,
         )
         sched_ps = self._scheduler_ps = psutil.Process(scheduler.pid)
         started = loop.time()
@@ -282,6 +312,8 @@ class Driver:
         try:
             await self._wait(loop, started, scheduler)
             cpu_end = _cpu_seconds(sched_ps)
+            if self.config.preemptor:
+                await self._preempt(core, custom, result, port)
             result.scheduler_peak_rss_mb = _peak_rss_mb(scheduler.pid)
         finally:
             watcher.cancel()
@@ -298,7 +330,9 @@ class Driver:
         await self._summarize(core, result, nodes)
         return result
 
-    async def _create(self, core: Any, custom: Any, gangs: list[GangSpec]) -> None:
+    async def _create(
+        self, core: Any, custom: Any, gangs: list[GangSpec], shape: BenchConfig | None = None
+    ) -> None:
         limit = asyncio.Semaphore(32)
         done = 0
         total = sum(g.size for g in gangs)
@@ -325,7 +359,7 @@ class Driver:
                 *(
                     one(p, True)
                     for g in batch
-                    for p in pods(g, self.config, node_selector=self.node_selector)
+                    for p in pods(g, shape or self.config, node_selector=self.node_selector)
                 )
             )
             for g in batch:
@@ -357,7 +391,12 @@ class Driver:
                     event = orjson.loads(line)
                     obj = event["object"]
                     rv = obj["metadata"].get("resourceVersion", rv)
-                    if event["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
+                    if event["type"] == "DELETED":
+                        self.deleted += 1
+                    elif obj["metadata"]["name"].startswith(f"{PREEMPTOR}-"):
+                        if obj["spec"].get("nodeName"):
+                            self.preemptor_bound_at.setdefault(obj["metadata"]["name"], loop.time())
+                    elif event["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
                         if not self.bound_at and self._scheduler_ps is not None:
                             self._cpu_at_first_bind = _cpu_seconds(self._scheduler_ps)
                         self.bound_at.setdefault(obj["metadata"]["name"], loop.time())
@@ -384,6 +423,28 @@ class Driver:
                 break
         self._say("")
 
+    async def _preempt(self, core: Any, custom: Any, result: BenchResult, port: int) -> None:
+        """The preemption phase: a higher-priority gang arrives at the full cluster."""
+        gang, shape = preemptor_gang(self.config)
+        result.preemptor_members = gang.size
+        loop = asyncio.get_running_loop()
+        deleted_before = self.deleted
+        created = loop.time()
+        await self._create(core, custom, [gang], shape)
+        while len(self.preemptor_bound_at) < gang.size:
+            await asyncio.sleep(0.05)
+            self._say(f"\rpreemptor: {len(self.preemptor_bound_at)}/{gang.size} bound", end="")
+            if loop.time() - created > self.config.timeout_seconds:
+                break
+        self._say("")
+        result.preemptor_bound = len(self.preemptor_bound_at)
+        if self.preemptor_bound_at:
+            result.preemptor_seconds = max(self.preemptor_bound_at.values()) - created
+        result.preempted_pods = self.deleted - deleted_before
+        result.preemption_decision_seconds = await _metric(
+            port, "gang_preemption_decision_seconds_sum"
+        )
+
     async def _summarize(self, core: Any, result: BenchResult, nodes: list[Obj]) -> None:
         raw = (await (await core.list_namespaced_pod(NAMESPACE, _preload_content=False)).json())[
             "items"
@@ -391,6 +452,7 @@ class Driver:
         everything = (
             await (await core.list_pod_for_all_namespaces(_preload_content=False)).json()
         )["items"]
+        raw = [p for p in raw if p["metadata"]["labels"][POD_GROUP_LABEL] != PREEMPTOR]
         result.pods_bound = sum(1 for p in raw if p["spec"].get("nodeName"))
         ours = {n["metadata"]["name"] for n in nodes}
         result.pods_on_other_nodes = sum(
@@ -430,6 +492,21 @@ class Driver:
             result.cpu_seconds_per_1000_pods = (
                 result.scheduler_cpu_seconds / result.pods_bound * 1000
             )
+
+
+async def _metric(port: int, name: str) -> float:
+    """One sample's value from the scheduler's /metrics (0 if absent)."""
+    import aiohttp
+
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics") as resp,
+    ):
+        text = await resp.text()
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def _overcommitted(nodes: list[Obj], all_pods: list[Obj]) -> int:

@@ -50,6 +50,11 @@ class BenchConfig(BaseModel):
     scheduler: dict[str, Any] = Field(default_factory=dict)
     #: placement rules every member states against its own gang
     rules: list[Rule] = Field(default_factory=list)
+    #: after the workload is bound, a gang of this many members at a higher priority than
+    #: every workload gang arrives and must preempt (0: no such phase)
+    preemptor: int = Field(default=0, ge=0)
+    #: GPUs per preemptor member (8: whole nodes of the default pool)
+    preemptor_gpus: int = Field(default=8, ge=0)
 
     @model_validator(mode="after")
     def _sizes(self) -> BenchConfig:
@@ -75,6 +80,17 @@ def plan(config: BenchConfig) -> list[GangSpec]:
         gangs.append(GangSpec(f"g{len(gangs):05d}", size, priority))
         left -= size
     return gangs
+
+
+#: the preemptor gang's name and its PriorityClass value (above every workload priority)
+PREEMPTOR: Final = "preemptor"
+PREEMPTOR_PRIORITY: Final = 1_000_000
+
+
+def preemptor_gang(config: BenchConfig) -> tuple[GangSpec, BenchConfig]:
+    """The preemptor phase's gang, and the config its pods are made from."""
+    spec = GangSpec(PREEMPTOR, config.preemptor, PREEMPTOR_PRIORITY)
+    return spec, config.model_copy(update={"gpus_per_pod": config.preemptor_gpus, "rules": []})
 
 
 def podgroup(gang: GangSpec) -> dict[str, Any]:

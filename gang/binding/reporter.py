@@ -74,6 +74,16 @@ def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
     refused = unsupported_message(gang)
     if refused is not None:
         conditions.append(_condition(previous, "Supported", "False", "UnsupportedField", refused))
+    if gang.preempted_by is not None:
+        conditions.append(
+            _condition(
+                previous,
+                "DisruptionTarget",
+                "True",
+                "PreemptionByScheduler",
+                f"members preempted by {gang.preempted_by}",
+            )
+        )
     if phase in ("Pending", "Scheduling"):
         message = gang.last_failure or f"{gang.placed()}/{need} members placed"
         conditions.append(_condition(previous, "Scheduled", "False", "Unschedulable", message))

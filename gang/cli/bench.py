@@ -40,6 +40,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="placement rules every member states against its gang: one-per-node, zone-spread "
         "(comma-separated)",
     )
+    bench.add_argument(
+        "--preemptor",
+        type=int,
+        help="after the workload is bound, a gang of this many members at a higher priority "
+        "arrives and must preempt; reports the decision time and the time to its last binding",
+    )
+    bench.add_argument(
+        "--preemptor-gpus", type=int, help="GPUs per preemptor member (default: 8, whole nodes)"
+    )
+    bench.add_argument(
+        "--gpus-per-pod", type=int, help="GPUs per workload pod (default: 1; 2 fills 5,000 x 8)"
+    )
     bench.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -76,6 +88,9 @@ def command(args: argparse.Namespace) -> int:
         ("rate", args.rate),
         ("seed", args.seed),
         ("rules", args.rules.split(",") if args.rules else None),
+        ("preemptor", args.preemptor),
+        ("preemptor_gpus", args.preemptor_gpus),
+        ("gpus_per_pod", args.gpus_per_pod),
     ):
         if value is not None:
             data[key] = value

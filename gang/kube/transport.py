@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 class KubeError(Exception):
@@ -87,6 +88,7 @@ SERVICES = Kind("services", "", "v1", "services")
 REPLICATION_CONTROLLERS = Kind("replicationcontrollers", "", "v1", "replicationcontrollers")
 REPLICA_SETS = Kind("replicasets", "apps", "v1", "replicasets")
 STATEFUL_SETS = Kind("statefulsets", "apps", "v1", "statefulsets")
+PDBS = Kind("poddisruptionbudgets", "policy", "v1", "poddisruptionbudgets")
 #: kubernetes-asyncio's CoreV1Api list method for each core kind (every namespace at once)
 _CORE_LISTS = {
     "pods": "list_pod_for_all_namespaces",
@@ -331,6 +333,42 @@ class Kube:
                 {"status": status},
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
+            )
+        )
+
+    async def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> None:
+        """A strategic merge patch on pods/status: conditions merge by type, so a condition
+        is added or updated without rewriting the others."""
+        await self.request(
+            lambda: self.core.patch_namespaced_pod_status(
+                name, namespace, patch, _content_type=STRATEGIC_MERGE_PATCH, _preload_content=False
+            )
+        )
+
+    async def evict(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """POST pods/{name}/eviction (policy/v1) once: the API server checks the pod's
+        PodDisruptionBudget and answers 429 if it would be violated (no retries here: the
+        evictor decides what a refusal means)."""
+        body: Obj = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        await self.request(
+            self._direct(
+                "POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/eviction", body
+            ),
+            retries=0,
+        )
+
+    async def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """DELETE a pod gracefully (what an eviction does, without the budget check)."""
+        body: Obj = {"preconditions": {"uid": uid}} if uid else {}
+        await self.request(
+            lambda: self.core.delete_namespaced_pod(
+                name, namespace, body=body, _preload_content=False
             )
         )
 

@@ -109,6 +109,11 @@ class SchedulerConfig(BaseModel):
     plugin_budget_seconds: float = Field(default=0.5, gt=0)
     #: time budget of one plugin call at an asynchronous point (PreBind, Bind, PostBind)
     async_plugin_budget_seconds: float = Field(default=30.0, gt=0)
+    #: time budget of one preemption decision (it runs placement several times)
+    preemption_budget_seconds: float = Field(default=5.0, gt=0)
+    #: capacity freed by a preemption is held for the preemptor this long at most; if the
+    #: victims are not gone by then, the nomination is released and the gang tries again
+    nomination_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Self:

@@ -8,7 +8,10 @@ can change the world mid-decision), runs the plugins of the gang's profile:
     Filter      \\
     Score        } gang.scheduling.placement, on one snapshot, for every member at once
     assign      /
-    PostFilter  on failure only: may improve the message (gang ships no preemption)
+    PostFilter  on failure only: may improve the message; GangPreemption may plan to evict
+                lower-priority gangs, and the gang is *nominated* onto the capacity they free
+                (assumed in the cache, so no gang that may not take it sees it free) while the
+                binding side evicts them; the nomination expires if they do not go in time
     Reserve     assume every placed member in the cache, then the Reserve plugins in order;
                 a refusal unreserves in reverse order
     Permit      every plugin Allows → hand the gang to binding; a Deny releases it; a Wait
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from gang.models.settings import SchedulerConfig
@@ -42,9 +46,12 @@ from gang.scheduling.framework import (
     Wait,
     call,
 )
-from gang.scheduling.gang import Gang
+from gang.scheduling.gang import Gang, Preempting
+from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
+from gang.scheduling.preemption import Plan, Request
 from gang.scheduling.tracker import ClusterState
+from gang.state.cache import Snapshot
 from gang.state.podinfo import PodInfo
 
 log = logging.getLogger(__name__)
@@ -64,14 +71,24 @@ class Cycle:
         placers: Mapping[str, Placer],
         config: SchedulerConfig,
         on_permitted: Callable[[Gang], None],
+        on_preempt: Callable[[Gang, Plan], None] | None = None,
+        on_nominate: Callable[[Gang, Mapping[Key, str]], None] | None = None,
     ) -> None:
         self.state = state
         self.profiles = profiles
         self.placers = placers
         self.config = config
         self.on_permitted = on_permitted
+        #: the binding side's evictor: carries out a preemption the cycle has nominated
+        self.on_preempt = on_preempt
+        #: writes ``status.nominatedNodeName`` for members nominated after the preemption began
+        self.on_nominate = on_nominate
         #: Permit waits that ended without a quorum
         self.permit_timeouts = 0
+        #: preemptions decided, pods they evict, and seconds each decision took
+        self.preemptions = 0
+        self.preempted_pods = 0
+        self.preemption_decisions = DurationHistogram(DECISION_BUCKETS)
         #: cycles failed by a plugin error, per plugin name
         self.plugin_failures: dict[str, int] = {}
         self._loop = asyncio.get_running_loop()
@@ -94,17 +111,19 @@ class Cycle:
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
+        nominated = self.state.drop_nominations(gang)  # the gang's own: free for it to use
         try:
             outcome = self._schedule(gang, pending, held)
         except PluginError as err:
             self.plugin_failures[err.plugin] = self.plugin_failures.get(err.plugin, 0) + 1
-            self._restore(gang, held)
+            self._restore(gang, held, nominated)
             self._fail(gang, pending, str(err))
             return BACKOFF
         if isinstance(outcome, str):
-            self._restore(gang, held)
+            self._restore(gang, held, nominated)
             self._fail(gang, pending, outcome)
             return UNSCHEDULABLE
+        self._preemption_over(gang)  # placed: what was nominated for it is now reserved
         self.permit(gang)
         self.state.reporter.gang_changed(gang)
         # members beyond the quorum that did not fit wait, like any pod, for room to free up
@@ -129,7 +148,7 @@ class Cycle:
             pods += [gang.placeholder(template, i) for i in range(required - len(pending))]
             need = len(pods)
         self.state.register_vectors(pods)
-        snap = self.state.cache.snapshot()
+        snap = self._snapshot(gang)
         for plugin in profile.pre_filters:
             rejection = call(plugin, "PreFilter", budget, plugin.pre_filter, gang, snap)
             if rejection:
@@ -138,7 +157,8 @@ class Cycle:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
         anchors += [node for _, node in held.values()]
-        result = self.placers[profile.scheduler_name].place(snap, pods, need, anchors)
+        placer = self.placers[profile.scheduler_name]
+        result = placer.place(snap, pods, need, anchors)
         if not isinstance(result, Placement):
             message = self._describe_failure(gang, result)
             for post in profile.post_filters:
@@ -146,7 +166,7 @@ class Cycle:
                     call(post, "PostFilter", budget, post.post_filter, gang, snap, message)
                     or message
                 )
-            return message
+            return self._preempt(gang, profile, placer, pods, need, anchors, message)
         refusal = self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
         return result if refusal is None else refusal
 
@@ -189,6 +209,7 @@ class Cycle:
             else:
                 gang.placeholders[key] = (pods[key], node)
         gang.last_failure = None
+        gang.preempted_by = None  # placed again after a preemption took its members
         return None
 
     def _unreserve_plugins(
@@ -200,11 +221,165 @@ class Cycle:
             except PluginError as err:
                 log.warning("%s", err)  # Unreserve must not stop the others from running
 
-    def _restore(self, gang: Gang, held: Held) -> None:
-        """Put back placeholders dropped for a re-plan that failed (nothing else ran since)."""
+    def _restore(self, gang: Gang, held: Held, nominated: Held) -> None:
+        """Put back placeholders and nominations dropped for a re-plan that failed (nothing
+        else ran since); a nomination only while its preemption lasts."""
         for key, (pod, node) in held.items():
+            if key in gang.nominated:
+                continue  # a preemption this cycle nominated it instead
             self.state.cache.assume(pod, node)
             gang.placeholders[key] = (pod, node)
+        if gang.preempting is not None and not gang.nominated:
+            self._nominate(gang, self._fill_from_placeholders(gang, nominated))
+
+    def _fill_from_placeholders(self, gang: Gang, nominated: Held) -> Held:
+        """Members created since the gang was nominated take over the placeholders' nominated
+        nodes (and are told so), so every real member carries its nomination."""
+        spare = [k for k in nominated if k not in gang.members]
+        if not spare:
+            return nominated
+        taken: dict[Key, str] = {}
+        for pod in gang.pending():
+            if pod.key in nominated or not spare:
+                continue
+            _, node = nominated.pop(spare.pop())
+            nominated[pod.key] = (pod, node)
+            taken[pod.key] = node
+        if taken and self.on_nominate is not None:
+            self.on_nominate(gang, taken)
+        return nominated
+
+    # --- preemption (PostFilter) ---------------------------------------------------------------
+
+    def _snapshot(self, gang: Gang) -> Snapshot:
+        """The cache's snapshot as ``gang`` may use it: capacity nominated for lower-priority
+        gangs is lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
+        cache = self.state.cache
+        snap = cache.snapshot()
+        lenders = [
+            other
+            for key in self.state.nominating
+            if (other := self.state.gangs.get(key)) is not None
+            and other is not gang
+            and other.priority < gang.priority
+        ]
+        for other in lenders:
+            for pod, node in other.nominated.values():
+                row = cache.row_of(node)
+                record = cache.pods.get(pod.key)
+                if row is not None and record is not None:
+                    snap.free[row] += cache.index.fit(record.vector)[: snap.free.shape[1]]
+        return snap
+
+    def _preempt(
+        self,
+        gang: Gang,
+        profile: Profile,
+        placer: Placer,
+        pods: list[PodInfo],
+        need: int,
+        anchors: list[str],
+        message: str,
+    ) -> str:
+        """GangPreemption: plan victims, nominate the gang onto what they free, hand the
+        evictions to the binding side. At most one preemption per gang at a time."""
+        if not profile.preemptions:
+            return message
+        if gang.preempting is not None:
+            left = self._victims_left(gang)
+            if left:
+                return _append(
+                    message,
+                    f"preemption: waiting for {left} victim pod(s) of "
+                    f"{gang.preempting.summary} to terminate",
+                )
+            self._preemption_over(gang)  # the victims are gone and still it does not fit
+        request = Request(
+            gang,
+            pods,
+            need,
+            anchors,
+            lambda: self._snapshot(gang),
+            placer,
+            self.state.cache,
+            self.state.podgroups,
+        )
+        for plugin in profile.preemptions:
+            start = time.perf_counter()
+            outcome = call(
+                plugin, "PostFilter", profile.budgets.preemption, plugin.preempt, request
+            )
+            if isinstance(outcome, str):
+                message = _append(message, outcome)
+                continue
+            if outcome is None:
+                continue
+            self.preemption_decisions.observe(time.perf_counter() - start)
+            return self._start_preemption(gang, {p.key: p for p in pods}, outcome, message)
+        return message
+
+    def _start_preemption(
+        self, gang: Gang, pods: Mapping[Key, PodInfo], plan: Plan, message: str
+    ) -> str:
+        self.preemptions += 1
+        self.preempted_pods += plan.pods
+        summary = plan.summary()
+        victims = {p.key: p.uid for v in plan.victims for p in v.pods}
+        gang.preempting = Preempting(victims, summary)
+        gang.preempting.timer = self._loop.call_later(
+            self.config.nomination_timeout_seconds, self._nomination_expired, gang
+        )
+        self._nominate(gang, {k: (pods[k], node) for k, node in plan.assignments.items()})
+        log.info("gang %s preempts %s", gang.key, summary)
+        if self.on_preempt is not None:
+            self.on_preempt(gang, plan)
+        return _append(message, f"preemption: evicting {summary}")
+
+    def _nominate(self, gang: Gang, nominated: Held) -> None:
+        for key, (pod, node) in nominated.items():
+            self.state.cache.assume(pod, node)
+            gang.nominated[key] = (pod, node)
+        if gang.nominated:
+            self.state.nominating.add(gang.key)
+
+    def _victims_left(self, gang: Gang) -> int:
+        """Victims of the gang's preemption still holding their node."""
+        if gang.preempting is None:
+            return 0
+        pods = self.state.cache.pods
+        left = 0
+        for key, uid in gang.preempting.victims.items():
+            record = pods.get(key)
+            if record is not None and record.uid == uid:
+                left += 1
+        return left
+
+    def _preemption_over(self, gang: Gang) -> None:
+        if gang.preempting is not None:
+            gang.preempting.cancel()
+            gang.preempting = None
+        self.state.drop_nominations(gang)
+
+    def _nomination_expired(self, gang: Gang) -> None:
+        if gang.preempting is None:
+            return
+        gang.preempting.timer = None
+        left = self._victims_left(gang)
+        self._preemption_over(gang)
+        if self.state.gangs.get(gang.key) is not gang:
+            return
+        message = (
+            f"gang {gang.key}: released the capacity nominated for it: {left} victim pod(s) "
+            f"still running after {self.config.nomination_timeout_seconds:g}s"
+        )
+        log.info("%s", message)
+        if gang.podgroup is not None:
+            self.state.reporter.podgroup_event(
+                gang.podgroup, "Warning", "NominationExpired", message
+            )
+        self.state.enqueue(gang)
+        self.state.queue.activate(gang.key)
+        self.state.queue.activate_unschedulable()
 
     def _describe_failure(self, gang: Gang, failure: Unplaceable) -> str:
         if gang.single or failure.needed <= 1:
@@ -288,6 +463,11 @@ class Cycle:
             self.state.cache.forget(key)
         return len(members) + len(self.state.drop_placeholders(gang))
 
+    def settle(self, gang: Gang) -> None:
+        """Shutting down: unreserve, and give up any nomination."""
+        self.unreserve(gang)
+        self._preemption_over(gang)
+
     def release(self, gang: Gang, message: str, backoff: bool) -> None:
         """Unreserve the gang, say why, and requeue it."""
         released = self.unreserve(gang)
@@ -326,3 +506,8 @@ class Cycle:
             return
         self.state.enqueue(gang)
         self.permit(gang)
+
+
+def _append(message: str, preemption: str) -> str:
+    """kube-scheduler's form: the Filter verdict, then what preemption said about it."""
+    return f"{message} {preemption}" if message.endswith(".") else f"{message}; {preemption}"

@@ -53,6 +53,7 @@ from gang.state.resources import ResourceIndex, Vector
 
 if TYPE_CHECKING:
     from gang.scheduling.gang import Gang
+    from gang.scheduling.preemption import Plan, Request
 
 Scores = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
@@ -141,6 +142,14 @@ class PostFilterPlugin(Plugin, Protocol):
     def post_filter(self, gang: Gang, snap: Snapshot, message: str) -> str | None:
         """Called when the gang could not be placed; may return a better message (or act,
         e.g. nominate preemption victims). gang ships none."""
+
+
+@runtime_checkable
+class PreemptionPlugin(Plugin, Protocol):
+    def preempt(self, request: Request) -> Plan | str | None:
+        """PostFilter for a gang that did not fit: a plan (victims to evict, and where the gang
+        goes once they are gone) that the cycle nominates and the binding side carries out, or
+        why preemption cannot help (added to the failure message), or None."""
 
 
 @runtime_checkable
@@ -250,6 +259,8 @@ class Budgets:
 
     sync: float | None = 0.5
     asynchronous: float | None = 30.0
+    #: a preemption decision runs placement several times, so it gets its own budget
+    preemption: float | None = 5.0
 
 
 def call(plugin: Plugin, point: str, budget: float | None, fn: Callable[..., T], *args: Any) -> T:
@@ -316,6 +327,7 @@ class Profile:
     static_filters: list[StaticFilterPlugin] = field(default_factory=list)
     node_filters: list[NodeFilterPlugin] = field(default_factory=list)
     post_filters: list[PostFilterPlugin] = field(default_factory=list)
+    preemptions: list[PreemptionPlugin] = field(default_factory=list)
     pre_scores: list[PreScorePlugin] = field(default_factory=list)
     scores: list[tuple[ScorePlugin, int]] = field(default_factory=list)
     reserves: list[ReservePlugin] = field(default_factory=list)
@@ -333,6 +345,7 @@ class Profile:
             self.static_filters,
             self.node_filters,
             self.post_filters,
+            self.preemptions,
             self.pre_scores,
             [p for p, _ in self.scores],
             self.reserves,

@@ -50,6 +50,21 @@ def gang_key_of(pod: PodInfo) -> GangKey:
 
 
 @dataclass(eq=False)
+class Preempting:
+    """A preemption under way: the victim pods (key → uid) whose going frees the nominated
+    capacity, and the timer that gives the nomination up if they do not go in time."""
+
+    victims: dict[Key, str]
+    summary: str
+    timer: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = None
+
+
+@dataclass(eq=False)
 class Gang:
     key: GangKey
     podgroup: PodGroupInfo | None = None
@@ -75,6 +90,18 @@ class Gang:
     last_failure: str | None = None
     #: loop time of the last FailedScheduling event per message (avoid flooding)
     reported: dict[str, float] = field(default_factory=dict)
+    #: preemption: capacity held for members (and placeholders) while victims terminate: key →
+    #: (its shape, node). Assumed in the cache like a reservation, so no gang that may not take
+    #: it sees it free; dropped before each of the gang's own cycles, restored if that fails
+    nominated: dict[Key, tuple[PodInfo, str]] = field(default_factory=dict)
+    #: the preemption this gang is waiting on (no second one while it lasts); None otherwise
+    preempting: Preempting | None = None
+    #: the higher-priority gang whose preemption evicts this gang's members (a victim), if any
+    preempted_by: str | None = None
+
+    @property
+    def priority(self) -> int:
+        return max((p.priority for p in self.members.values()), default=0)
 
     @property
     def single(self) -> bool:

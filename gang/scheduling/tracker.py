@@ -78,6 +78,8 @@ class ClusterState:
         #: the static Filter plugins serving a gang (the cycle installs its profiles' own)
         self.filters_for: Callable[[Gang], Sequence[StaticFilterPlugin]] = lambda gang: defaults
         self.gangs: dict[GangKey, Gang] = {}
+        #: gangs holding capacity nominated by a preemption (see ``Gang.nominated``)
+        self.nominating: set[GangKey] = set()
         self.podgroups: dict[Key, PodGroupInfo] = {}
         self._gang_of: dict[Key, GangKey] = {}
         self._unparsable: dict[Key, str] = {}
@@ -89,6 +91,8 @@ class ClusterState:
         self.storage = {
             kind: self._catalog_handler(cache.volumes, kind, wakes=True) for kind in STORAGE_KINDS
         }
+        #: PodDisruptionBudgets (preemption prefers victims that keep them)
+        self.budgets = self._catalog_handler(cache.budgets, "PodDisruptionBudget", wakes=True)
         #: Services, ReplicaSets, StatefulSets, ReplicationControllers (default spreading: a
         #: preference only, so a change wakes no waiting gang)
         self.selecting = {
@@ -192,6 +196,8 @@ class ClusterState:
             return
         gang.members.pop(pod, None)
         gang.binding_over(pod)  # gone: a bind in flight for it ends with a 404
+        if gang.nominated.pop(pod, None) is not None:
+            self.cache.forget(pod)
         if pod in gang.reserved:
             self._unreserve_member(gang, pod)
             gang.member_left = True
@@ -216,12 +222,24 @@ class ClusterState:
             self.cache.forget(key)
         return held
 
+    def drop_nominations(self, gang: Gang) -> dict[Key, tuple[PodInfo, str]]:
+        """Forget the capacity nominated for the gang; returns what was held."""
+        held, gang.nominated = gang.nominated, {}
+        for key in held:
+            self.cache.forget(key)
+        self.nominating.discard(gang.key)
+        return held
+
     def drop_gang(self, gang: Gang) -> None:
         if gang.permit_timer is not None:
             gang.permit_timer.cancel()
+        if gang.preempting is not None:
+            gang.preempting.cancel()
+            gang.preempting = None
         for pod in list(gang.reserved):
             self._unreserve_member(gang, pod)
         self.drop_placeholders(gang)
+        self.drop_nominations(gang)
         self.gangs.pop(gang.key, None)
         self.queue.remove(gang.key)
 

@@ -47,6 +47,13 @@ SYSTEM_PRIORITY_CLASSES = (
     ("system-cluster-critical", 2000000000),
 )
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: a PodDisruptionBudgetStatus{} as policy/v1 writes it (the counts have no omitempty)
+EMPTY_PDB_STATUS = {
+    "disruptionsAllowed": 0,
+    "currentHealthy": 0,
+    "desiredHealthy": 0,
+    "expectedPods": 0,
+}
 #: the label every namespace carries, set (and reset) by the server on every write
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
@@ -91,6 +98,7 @@ class SimApi:
         self.rt_pvs = self.registry.by_key("/v1/persistentvolumes")
         self.rt_storage_classes = self.registry.by_key("storage.k8s.io/v1/storageclasses")
         self.rt_csinodes = self.registry.by_key("storage.k8s.io/v1/csinodes")
+        self.rt_pdbs = self.registry.by_key("policy/v1/poddisruptionbudgets")
 
     def bootstrap(self) -> None:
         """What a fresh cluster has: the standard namespaces and system priority classes."""
@@ -250,6 +258,10 @@ class SimApi:
         if rt is self.rt_priority:
             obj.setdefault("preemptionPolicy", DEFAULT_PREEMPTION_POLICY)
             self._validate_priority_class(obj)
+        if rt is self.rt_pdbs:
+            # PrepareForCreate: a new budget's status is empty until the disruption controller
+            # has looked at it (observedGeneration 0 < generation 1: evictions get a 429)
+            return {**obj, "status": dict(EMPTY_PDB_STATUS)}
         admit = _WORKLOAD_ADMISSION.get(rt.key)
         if admit is not None:
             try:

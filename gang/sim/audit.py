@@ -1,4 +1,4 @@
-"""The simulator's audit trail: what clients asked, when, and every binding POST per pod.
+"""The simulator's audit trail: what clients asked, when, and every binding and eviction POST.
 
 Reliability claims need evidence taken from the server's side, not the client's word: "the
 client waited Retry-After before trying again" is a gap between two request arrivals; "the
@@ -8,8 +8,14 @@ apiserver would answer just the same — so every such conflict is recorded with
 was on and the node the POST asked for. A conflict on the same node is a retry whose first answer
 was lost; one on another node means a scheduler lost track of a bound pod.
 
-Binding counts are always kept (one counter increment per binding); the per-request log costs
-a record per request and is off unless ``record_requests`` is set.
+Preemption claims need the same kind of evidence: "the scheduler evicted only the victims it
+chose, through the Eviction API, and backed off when a PodDisruptionBudget said no" is the list
+of eviction POSTs with their answers (201 evicted, 429 refused by a budget, 500 more than one
+budget, 404 no such pod), kept in ``evictions`` in arrival order.
+
+Binding and eviction records are always kept (a counter increment per binding, a small record per
+eviction); the per-request log costs a record per request and is off unless ``record_requests``
+is set.
 """
 
 from __future__ import annotations
@@ -48,6 +54,19 @@ class BindingConflict:
         return self.target == self.bound_to
 
 
+@dataclass(frozen=True, slots=True)
+class EvictionRecord:
+    """One POST to pods/{name}/eviction: when (``time.monotonic``), which pod, the HTTP answer."""
+
+    at: float
+    pod: Key
+    status: int
+
+    @property
+    def evicted(self) -> bool:
+        return self.status == 201
+
+
 @dataclass(slots=True)
 class Audit:
     record_requests: bool = False
@@ -58,6 +77,8 @@ class Audit:
     #: bindings accepted (201), per pod: never above 1 while the server's check holds
     bindings_accepted: Counter[Key] = field(default_factory=Counter)
     conflicts: list[BindingConflict] = field(default_factory=list)
+    #: every eviction POST that reached the eviction handler, in arrival order
+    evictions: list[EvictionRecord] = field(default_factory=list)
     clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
@@ -79,6 +100,10 @@ class Audit:
         elif status == 409 and bound_to:
             self.conflicts.append(BindingConflict(self.clock(), pod, target, bound_to))
 
+    def eviction(self, pod: Key, status: int) -> None:
+        """One eviction POST for ``pod`` and the HTTP status it was answered with."""
+        self.evictions.append(EvictionRecord(self.clock(), pod, status))
+
     # --- summaries -------------------------------------------------------------------------
 
     @property
@@ -90,6 +115,15 @@ class Audit:
     def repeated_binds(self) -> int:
         """Binding POSTs for a pod already bound to the same node (a retry of a lost answer)."""
         return sum(1 for c in self.conflicts if c.same_node)
+
+    def evictions_of(self, pod: Key) -> list[int]:
+        """The answers to the eviction POSTs for ``pod``, in order (e.g. ``[429, 201]``)."""
+        return [r.status for r in self.evictions if r.pod == pod]
+
+    @property
+    def evicted(self) -> list[Key]:
+        """Pods whose eviction was accepted (201), in order."""
+        return [r.pod for r in self.evictions if r.status == 201]
 
     def select(
         self, method: str | None = None, predicate: Callable[[RequestRecord], bool] | None = None
@@ -105,3 +139,4 @@ class Audit:
         self.binding_posts.clear()
         self.bindings_accepted.clear()
         self.conflicts.clear()
+        self.evictions.clear()

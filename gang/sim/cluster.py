@@ -11,9 +11,11 @@ HTTP, exactly as to a real cluster; nothing in the scheduler imports this packag
 
 Like a real cluster it runs the Job and StatefulSet controllers (``gang.sim.controllers``) by
 default, so ``batch/v1`` Jobs and ``apps/v1`` StatefulSets turn into pods, and a PV controller
-with a dynamic provisioner (``gang.sim.volumes``), so PersistentVolumeClaims get bound;
-``controllers=False`` leaves them all inert (only the objects are stored). The kubelet stand-in
-is off by default.
+with a dynamic provisioner (``gang.sim.volumes``), so PersistentVolumeClaims get bound, and the
+disruption controller (``gang.sim.disruption``), so PodDisruptionBudgets have a current status
+for the Eviction API to check; ``controllers=False`` leaves them all inert (only the objects are
+stored, and evictions of Running pods under a budget get 429: its status is never processed).
+The kubelet stand-in is off by default.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from aiohttp import web
 from gang.sim.api import SimApi
 from gang.sim.audit import Audit
 from gang.sim.controllers import Controllers
+from gang.sim.disruption import DisruptionController
 from gang.sim.faults import Faults
 from gang.sim.kubelet import Kubelet, KubeletConfig
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
@@ -80,7 +83,8 @@ class SimCluster:
         self.store = Store(history_size=history_size)
         self.api = SimApi(self.store, node_controller=node_controller)
         self.faults = faults or Faults()
-        #: binding POSTs per pod, conflicts, and (with ``record_requests``) every API request
+        #: binding POSTs per pod, conflicts, eviction POSTs (``audit.evictions``), and (with
+        #: ``record_requests``) every API request
         self.audit = Audit()
         self.server = SimServer(
             self.api,
@@ -99,6 +103,8 @@ class SimCluster:
         #: the PV controller and provisioner stand-in (None with ``controllers=False``); its
         #: ``provisioning_delay`` (seconds before a provisioned volume appears) may change live
         self.volumes = VolumeController(self.api, provisioning_delay) if controllers else None
+        #: the PodDisruptionBudget status controller stand-in (None with ``controllers=False``)
+        self.disruption = DisruptionController(self.api) if controllers else None
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
@@ -125,6 +131,8 @@ class SimCluster:
             self.controllers.start()
         if self.volumes is not None:
             self.volumes.start()
+        if self.disruption is not None:
+            self.disruption.start()
         if self.port == 0:
             self.port = _free_port(self.host)
         await self.start_server()
@@ -139,6 +147,8 @@ class SimCluster:
             self.controllers.stop()
         if self.volumes is not None:
             self.volumes.stop()
+        if self.disruption is not None:
+            self.disruption.stop()
         await self.stop_server()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()

@@ -23,6 +23,7 @@ from gang.sim.api import SimApi, rfc3339
 from gang.sim.store import DELETED, Obj, StoredEvent
 
 RUN_SECONDS = "gang.sim/run-seconds"
+KUBELET_CONDITIONS = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
 EXIT_CODE = "gang.sim/exit-code"
 
 
@@ -141,9 +142,16 @@ class Kubelet:
             startTime=now,
             hostIP=host_ip,
             podIP=_pod_ip(pod),
+            # the kubelet owns these; others (DisruptionTarget, readiness gates) are kept, as
+            # the real kubelet's status manager keeps conditions it does not own
             conditions=[
                 {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+                for t in KUBELET_CONDITIONS
+            ]
+            + [
+                c
+                for c in status.get("conditions") or []
+                if isinstance(c, dict) and c.get("type") not in KUBELET_CONDITIONS
             ],
             containerStatuses=[
                 {

@@ -27,7 +27,7 @@ class ResourceType:
     namespaced: bool
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    #: subresources served besides the object itself ("status", "binding").
+    #: subresources served besides the object itself ("status", "binding", "eviction").
     subresources: tuple[str, ...] = ()
     #: extra fields accepted in fieldSelector besides metadata.name / metadata.namespace.
     extra_field_selectors: frozenset[str] = frozenset()
@@ -114,7 +114,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         namespaced=True,
         short_names=("po",),
         categories=("all",),
-        subresources=("status", "binding"),
+        subresources=("status", "binding", "eviction"),
         return_deleted_object=True,
         extra_field_selectors=frozenset(
             {

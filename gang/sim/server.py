@@ -5,8 +5,9 @@ apiserver for the subset they use, so the shapes are the real ones: ``Status`` b
 ``XxxList`` with the list's resourceVersion, chunked watch streams of one JSON event per line,
 the in-stream ``ERROR`` 410 on a too-old resourceVersion, BOOKMARK events, server-side Tables
 for kubectl, and limit/continue paging. Everything stateful is delegated to ``SimApi``/``Store``;
-fault injection (``Faults``) wraps the API paths as a middleware, and ``Audit`` records requests
-and binding POSTs as evidence for tests.
+fault injection (``Faults``) wraps the API paths as a middleware, and ``Audit`` records requests,
+binding POSTs and eviction POSTs as evidence for tests. ``pods/eviction`` is answered by
+``gang.sim.disruption``, which checks PodDisruptionBudgets as kube-apiserver does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import orjson
 from aiohttp import web
 
 from gang import __version__
-from gang.sim import errors, tables
+from gang.sim import disruption, errors, tables
 from gang.sim.api import DeleteOptions, SimApi
 from gang.sim.audit import Audit
 from gang.sim.errors import ApiError
@@ -54,6 +55,8 @@ JSON = "application/json"
 _TRUE = ("1", "true", "True")
 _WRITES = frozenset({"POST", "PUT", "PATCH"})
 _TYPE_CONFUSION = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+#: subresources that only take a POST (a create): every other verb is a 405
+_CREATE_ONLY_SUBRESOURCES = frozenset({"binding", "eviction"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -269,15 +272,18 @@ class SimServer:
                 entry["categories"] = list(rt.categories)
             resources.append(entry)
             for sub in rt.subresources:
-                resources.append(
-                    {
-                        "name": f"{rt.plural}/{sub}",
-                        "singularName": "",
-                        "namespaced": rt.namespaced,
-                        "kind": "Binding" if sub == "binding" else rt.kind,
-                        "verbs": ["create"] if sub == "binding" else ["get", "patch", "update"],
-                    }
-                )
+                sub_entry: dict[str, Any] = {
+                    "name": f"{rt.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                }
+                if sub == "eviction":  # served in another group's version, as discovery says
+                    sub_entry.update(group="policy", version="v1", kind="Eviction")
+                else:
+                    sub_entry["kind"] = "Binding" if sub == "binding" else rt.kind
+                create_only = sub in _CREATE_ONLY_SUBRESOURCES
+                sub_entry["verbs"] = ["create"] if create_only else ["get", "patch", "update"]
+                resources.append(sub_entry)
         gv = version if not group else f"{group}/{version}"
         return {
             "kind": "APIResourceList",
@@ -359,12 +365,14 @@ class SimServer:
             raise errors.method_not_allowed()
         if request.method == "GET":
             assert name is not None
+            if target.subresource in _CREATE_ONLY_SUBRESOURCES:
+                raise errors.method_not_allowed()
             return self._one(request, rt, self.api.get(rt, target.namespace, name))
         if request.method != "DELETE":
             raise errors.method_not_allowed()
         if name is None:
             return await self._delete_collection(request, target)
-        if target.subresource == "binding":
+        if target.subresource in _CREATE_ONLY_SUBRESOURCES:
             raise errors.method_not_allowed()
         options = await self._delete_options(request)
         return _json(self.api.delete(rt, target.namespace, name, options))
@@ -383,10 +391,15 @@ class SimServer:
                 assert target.namespace is not None
                 body = await self._body(request, rt)
                 return _json(self._bind(target.namespace, name, body), 201)
+            if sub == "eviction" and name is not None:
+                assert target.namespace is not None
+                body = await self._body(request, rt)
+                dry_run = bool(request.query.getall("dryRun", []))
+                return _json(self._evict(target.namespace, name, body, dry_run), 201)
             if name is not None:
                 raise errors.method_not_allowed()
             return _json(self.api.create(rt, target.namespace, await self._body(request, rt)), 201)
-        if name is None or sub == "binding":
+        if name is None or sub in _CREATE_ONLY_SUBRESOURCES:
             raise errors.method_not_allowed()
         if method == "PUT":
             body = await self._body(request, rt)
@@ -413,6 +426,19 @@ class SimServer:
             self.audit.binding((namespace, pod), str(node or ""), bound_to, err.code)
             raise
         self.audit.binding((namespace, pod), str(node or ""), bound_to, 201)
+        return result
+
+    def _evict(self, namespace: str, name: str, body: Any, dry_run: bool) -> dict[str, Any]:
+        """``disruption.evict``, with the POST and its answer recorded in the audit trail."""
+        try:
+            result = disruption.evict(self.api, namespace, name, body, dry_run=dry_run)
+        except ApiError as err:
+            self.audit.eviction((namespace, name), err.code)
+            raise
+        except _TYPE_CONFUSION:
+            self.audit.eviction((namespace, name), 400)
+            raise
+        self.audit.eviction((namespace, name), 201)
         return result
 
     async def _body(self, request: web.Request, rt: ResourceType) -> Any:

@@ -22,6 +22,8 @@ Invariants:
   every transition applies exactly the difference, and ``check()`` recomputes it for tests.
 - assume/forget are symmetric; forget only undoes an ASSUMED pod, never a BOUND fact.
 - A pod on a node the cache does not know yet is remembered and counted when the node appears.
+- ``record.info`` is the PodInfo the record was last attached or confirmed with; ``priorities``
+  counts the records per priority (a pod's priority never changes).
 - ``pods_by_label`` (the affinity index) holds exactly the ASSUMED and BOUND records, with the
   labels the API last showed: ``_attach`` / ``_detach`` keep both, and a bound pod's label or
   deletion change refreshes its entry.
@@ -39,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gang.models.quantity import QuantityError, resource_units
+from gang.state.disruption import DisruptionBudgets
 from gang.state.nodefacts import NodeFacts, node_facts
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
@@ -63,6 +66,9 @@ class PodRecord:
     vector: Vector
     state: PodState
     host_ports: tuple[tuple[str, str, int], ...] = ()
+    #: what the API last showed of the pod (or, while ASSUMED, the pod we placed): priority,
+    #: group and start time are what preemption weighs
+    info: PodInfo | None = None
 
 
 @dataclass(slots=True)
@@ -113,9 +119,13 @@ class ClusterCache:
         #: bumped when nodes appear, disappear or change labels/taints/schedulability
         self.version = 0
         self.pods_by_label = PodIndex()
+        #: how many ASSUMED or BOUND pods hold each priority (preemption's first question:
+        #: is anyone lower?)
+        self.priorities: Counter[int] = Counter()
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         self.volumes = VolumeCatalog()
         self.selecting = SelectorCatalog()
+        self.budgets = DisruptionBudgets()
         self._domains = NodeDomains([])
         self._domains_version = -1
 
@@ -160,12 +170,18 @@ class ClusterCache:
                     del ports[port]
 
     def _attach(self, record: PodRecord, info: PodInfo) -> None:
+        record.info = info
+        self.priorities[info.priority] += 1
         self.pods[record.key] = record
         self.pods_by_label.add(info, record.node)
         self._on_node.setdefault(record.node, {})[record.key] = record
         self._apply(record, +1)
 
     def _detach(self, record: PodRecord) -> None:
+        if record.info is not None:
+            self.priorities[record.info.priority] -= 1
+            if not self.priorities[record.info.priority]:
+                del self.priorities[record.info.priority]
         self._apply(record, -1)
         self.pods.pop(record.key, None)
         self.pods_by_label.remove(record.key)
@@ -254,6 +270,7 @@ class ClusterCache:
                 self.index.fit(record.vector), vector
             ):
                 record.state = PodState.BOUND  # ASSUMED → BOUND, or nothing new
+                record.info = info
                 self.pods_by_label.add(info, record.node)  # labels may have changed
                 return record
             self._detach(record)
@@ -332,6 +349,10 @@ class ClusterCache:
         entry = self.nodes[name]
         return self.index.describe(self.allocatable[entry.row] - self.requested[entry.row])
 
+    def row_of(self, name: str) -> int | None:
+        entry = self.nodes.get(name)
+        return entry.row if entry is not None else None
+
     def pods_on(self, name: str) -> Iterator[PodRecord]:
         return iter(self._on_node.get(name, {}).values())
 
@@ -344,6 +365,9 @@ class ClusterCache:
                 expected[entry.row] += self.index.fit(record.vector)
         if not np.array_equal(expected, self.requested):
             raise AssertionError("cache requested-resources drifted from its pod records")
+        counted = Counter(r.info.priority for r in self.pods.values() if r.info is not None)
+        if counted != self.priorities:
+            raise AssertionError("cache priority counts drifted from its pod records")
 
 
 def _ports(info: PodInfo) -> tuple[tuple[str, str, int], ...]:

@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
+#: the pod condition a scheduler writes before it evicts a pod to make room (kube-scheduler's)
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+PREEMPTION_REASON: Final = "PreemptionByScheduler"
 QOS_RANK: Final[Mapping[str, int]] = {"Guaranteed": 2, "Burstable": 1, "BestEffort": 0}
 
 NODE_SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -173,6 +176,13 @@ class PodInfo:
     rules: PodRules = NO_RULES
     #: the controlling owner (``ownerReferences`` with ``controller: true``): (kind, name)
     controller: tuple[str, str] | None = None
+    #: ``spec.preemptionPolicy: Never``: the pod waits rather than evict anyone
+    preempt_never: bool = False
+    #: epoch seconds of ``status.startTime`` (else of creation): how much work eviction loses
+    start_time: float = 0.0
+    #: a scheduler has committed to preempting the pod: its ``DisruptionTarget`` condition is
+    #: True with reason :data:`PREEMPTION_REASON` (the intent survives a scheduler restart)
+    preemption_marked: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -668,6 +678,19 @@ def _controller(value: Any) -> tuple[str, str] | None:
 # The entry point
 
 
+def _preemption_marked(status: Mapping[str, Any]) -> bool:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == DISRUPTION_TARGET
+        and c.get("status") == "True"
+        and c.get("reason") == PREEMPTION_REASON
+        for c in conditions
+    )
+
+
 def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     """Read one pod as the apiserver serialises it; raise :class:`PodParseError` if malformed.
 
@@ -700,6 +723,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     else:
         raise PodParseError(f"status.qosClass: unknown QoS class {_show(qos_class)}")
 
+    created = _timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
     return PodInfo(
         uid=_str(metadata.get("uid"), "metadata.uid"),
         namespace=namespace,
@@ -714,11 +738,12 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         requests=pod_requests(spec),
         constraints=_constraints(spec),
         group=labels.get(POD_GROUP_LABEL, ""),
-        creation_timestamp=_timestamp(
-            metadata.get("creationTimestamp"), "metadata.creationTimestamp"
-        ),
+        creation_timestamp=created,
         deleting=metadata.get("deletionTimestamp") is not None,
         scheduling_gated=bool(_seq(spec.get("schedulingGates"), "spec.schedulingGates")),
         rules=_rules(spec, namespace, name, labels),
         controller=_controller(metadata.get("ownerReferences")),
+        preempt_never=spec.get("preemptionPolicy") == "Never",
+        start_time=_timestamp(status.get("startTime"), "status.startTime") or created,
+        preemption_marked=_preemption_marked(status),
     )

@@ -1,0 +1,548 @@
+"""Gang-aware preemption: evict whole gangs, the cheapest set that lets a gang place.
+
+Why this exists: kube-scheduler preempts pod by pod, node by node. For gangs that leaves the worst
+outcome a shared cluster can have: victims evicted from several gangs, each now short of its
+quorum, holding accelerators it cannot use. Here the unit of eviction is a gang — all bound
+members of a PodGroup (a pod without one is a gang of one) — or, for an elastic gang running more
+members than its ``minMember``, only members above it. No victim is ever left below its quorum.
+
+The decision is pure and runs in the scheduling cycle on the snapshot, through the *same*
+placement as every gang (every placement rule holds for the preemptor): remove candidate victims
+from a copy of the snapshot (their capacity, host ports and entries in the pod index), place the
+preemptor, keep what works. Among the sets that work it minimises, in this order, kube-scheduler's
+criteria lifted to gangs:
+
+1. the highest victim priority (the lowest priority level whose pods suffice, found first);
+2. PodDisruptionBudget violations (victims that keep every budget are taken first);
+3. pods evicted, then accelerators (``*/gpu``), then cpu and memory evicted;
+4. lost work: among equals, the most recently started victims.
+
+Search: victims are added cheapest first until a resource-only bound says the preemptor could fit
+and the real placement agrees; then every chosen victim is tried for a reprieve, most expensive
+first (kube-scheduler reprieves per node; here across nodes, for a whole gang). The bound is a
+necessary condition (free slots per member template on the nodes its static filters allow), so
+it skips placements that could not succeed; ``max_trials`` caps the placements one decision may
+run, so a decision's time is bounded on any cluster.
+
+Nothing here writes: the cycle turns a :class:`Plan` into a nomination (the freed capacity held
+for the preemptor) and the binding side evicts (``gang.binding.evictor``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.scheduling.gang import Gang
+from gang.scheduling.placement import Placement, Placer
+from gang.state.cache import ClusterCache, PodRecord, PodState, Snapshot
+from gang.state.podindex import PodIndex
+from gang.state.podinfo import PodInfo
+from gang.state.podrules import NO_RULES
+
+Key = tuple[str, str]
+#: a victim gang: (namespace, PodGroup name) or, for a pod without a group, (namespace, "/pod")
+VictimKey = tuple[str, str]
+NOT_ELIGIBLE: Final = "preemption: not eligible due to preemptionPolicy=Never"
+DEFAULT_MAX_TRIALS: Final = 64
+
+
+def is_accelerator(resource: str) -> bool:
+    return resource == "gpu" or resource.endswith("/gpu")
+
+
+@dataclass(frozen=True, slots=True)
+class VictimGang:
+    """The members of one victim gang a plan evicts."""
+
+    namespace: str
+    #: the PodGroup name, or "" for a pod without a group
+    group: str
+    priority: int
+    pods: tuple[PodInfo, ...]
+    #: all bound members go (else only members above ``min_member``)
+    whole: bool
+    bound: int
+    min_member: int
+
+    def __str__(self) -> str:
+        name = self.group or self.pods[0].name
+        scope = "whole" if self.whole else f"{len(self.pods)} above minMember {self.min_member}"
+        return (
+            f"{self.namespace}/{name} (priority {self.priority}, {len(self.pods)} pod(s), {scope})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A preemption decision: where the preemptor goes once the victims are gone."""
+
+    assignments: dict[Key, str]
+    victims: tuple[VictimGang, ...]
+    #: victim pods whose eviction overdraws a PodDisruptionBudget (evicted past it: no set
+    #: that respects every budget was found)
+    past_budget: frozenset[Key]
+    #: placements run to decide (for the decision-time figures)
+    trials: int
+
+    @property
+    def pods(self) -> int:
+        return sum(len(v.pods) for v in self.victims)
+
+    def summary(self) -> str:
+        names = ", ".join(str(v) for v in self.victims)
+        text = f"{self.pods} pod(s) of {len(self.victims)} gang(s): {names}"
+        if self.past_budget:
+            text += f"; {len(self.past_budget)} of them past their PodDisruptionBudget"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the cycle hands preemption for a gang that did not fit."""
+
+    gang: Gang
+    #: the members (and placeholders) the failed placement tried, and how many must place
+    pods: Sequence[PodInfo]
+    need: int
+    anchors: Sequence[str]
+    #: a fresh snapshot as this gang's cycle sees it (its own nominations dropped, those of
+    #: lower-priority gangs lent)
+    snapshot: Callable[[], Snapshot]
+    placer: Placer
+    cache: ClusterCache
+    #: PodGroups by (namespace, name), for victims' minMember
+    podgroups: Mapping[Key, Any]
+
+
+@dataclass(slots=True)
+class _Unit:
+    """What may be evicted as one: a whole victim gang, or one member above its minMember."""
+
+    gang: VictimKey
+    records: tuple[PodRecord, ...]
+    whole: bool
+    priority: int
+    #: the nodes its pods are on
+    rows: tuple[int, ...] = ()
+    #: lexicographic sort key (see ``Planner._cost``), and the same order as one number
+    cost: tuple[Any, ...] = ()
+    price: float = 0.0
+
+
+@dataclass(slots=True)
+class _VictimGroup:
+    records: list[PodRecord] = field(default_factory=list)
+    min_member: int = 1
+
+
+class GangPreemption:
+    """The PostFilter plugin: plan a preemption for a gang that does not fit, or say why not."""
+
+    name = "GangPreemption"
+
+    def __init__(self, max_trials: int = DEFAULT_MAX_TRIALS) -> None:
+        self.max_trials = max_trials
+
+    def preempt(self, request: Request) -> Plan | str | None:
+        return Planner(request, self.max_trials).plan()
+
+
+class Planner:
+    """One decision (state lives for one call)."""
+
+    def __init__(self, request: Request, max_trials: int) -> None:
+        self.r = request
+        self.max_trials = max_trials
+        self.trials = 0
+        self.priority = request.gang.priority
+
+    # --- the decision ---------------------------------------------------------------------
+
+    def plan(self) -> Plan | str | None:
+        """A plan; why preemption cannot help; or None when there is no one to preempt (the
+        failure message then stays as it was)."""
+        r = self.r
+        pods = [p for p in r.pods if p.key in r.gang.members]
+        if any(p.preempt_never for p in pods):
+            return NOT_ELIGIBLE
+        if not any(priority < self.priority for priority in r.cache.priorities):
+            return None  # nobody lower: the common case, answered without a scan
+        self.base = r.snapshot()
+        self.width = self.base.free.shape[1]
+        self.index = r.cache.index
+        self.vectors: dict[Key, npt.NDArray[np.int64]] = {}
+        self.templates = self._templates()
+        leaving = [
+            rec
+            for rec in r.cache.pods.values()
+            if rec.state is PodState.BOUND and rec.info is not None and rec.info.deleting
+        ]
+        free = self.base.free.copy()
+        self._add(free, leaving, +1)
+        if self._bound_ok(free) and self._trial(free, leaving) is not None:
+            return (
+                f"preemption: not needed, waiting for {len(leaving)} terminating pod(s) "
+                "to free their nodes"
+            )
+        units = self._units()
+        if not units:
+            return None
+        allowed = self._ceiling(units, free, leaving)
+        if allowed is None:
+            lower = sum(len(u.records) for u in units if u.whole)
+            return (
+                f"preemption: cannot help, the gang does not fit even with all {lower} "
+                "lower-priority pod(s) it could use evicted"
+            )
+        chosen, placement = self._forward(allowed, free, leaving)
+        chosen, placement = self._reprieve(chosen, placement, free, leaving)
+        return self._result(chosen, placement)
+
+    def _ceiling(
+        self, units: list[_Unit], free: npt.NDArray[np.int64], leaving: list[PodRecord]
+    ) -> list[_Unit] | None:
+        """The units of the lowest priority level whose eviction (all of them) lets the gang
+        place: the smallest possible highest victim priority."""
+        for level in sorted({u.priority for u in units}):
+            allowed = [u for u in units if u.priority <= level]
+            records = [rec for u in allowed if u.whole for rec in u.records]
+            trial = free.copy()
+            self._add(trial, records, +1)
+            if self._bound_ok(trial) and self._trial(trial, leaving + records) is not None:
+                return allowed
+        return None
+
+    def _forward(
+        self, allowed: list[_Unit], free: npt.NDArray[np.int64], leaving: list[PodRecord]
+    ) -> tuple[list[_Unit], Placement]:
+        """Victims added node by node, cheapest room first, until the gang places.
+
+        Each node offers "room for one more member" at the price of the cheapest victims on it
+        that make that room; the node with the lowest price per member gained goes next (its
+        victims may free room elsewhere too, which the next prices see). Prices are kept in a
+        heap and recomputed only for the nodes a choice touched."""
+        on_row: dict[int, list[_Unit]] = {}
+        gang_rows: dict[VictimKey, set[int]] = {}
+        whole_of = {u.gang: u for u in allowed if u.whole}
+        for unit in allowed:
+            for row in unit.rows:
+                on_row.setdefault(row, []).append(unit)
+                gang_rows.setdefault(unit.gang, set()).add(row)
+        for units in on_row.values():
+            units.sort(key=lambda u: u.cost)
+        chosen: dict[int, _Unit] = {}
+        extras: dict[VictimKey, int] = {}
+        wholes: set[VictimKey] = set()
+        current = free.copy()
+
+        def eligible(unit: _Unit) -> bool:
+            if id(unit) in chosen or unit.gang in wholes:
+                return False
+            if unit.whole:
+                return True
+            whole = whole_of[unit.gang]
+            cap = len(whole.records) - self._min_member(unit.gang, len(whole.records))
+            return extras.get(unit.gang, 0) < cap
+
+        version: dict[int, int] = {}
+        heap: list[tuple[float, float, int, int]] = []
+
+        def price(row: int) -> None:
+            version[row] = version.get(row, 0) + 1
+            now = self._slots(current[row], row)
+            room = current[row].copy()
+            cost, newest = 0.0, 0.0
+            for unit in on_row.get(row, ()):
+                if not eligible(unit):
+                    continue
+                for rec in unit.records:
+                    if self._row(rec) == row:
+                        room += self.index.fit(rec.vector)[: self.width]
+                cost += unit.price
+                newest = max(newest, -unit.cost[-1])
+                gained = self._slots(room, row) - now
+                if gained >= 1:
+                    heapq.heappush(heap, (cost / gained, -newest, row, version[row]))
+                    return
+
+        for row in on_row:
+            price(row)
+        next_trial, step = 0, 1
+        while heap:
+            _, _, row, seen = heapq.heappop(heap)
+            if version.get(row) != seen:
+                continue
+            now = self._slots(current[row], row)
+            touched: set[int] = set()
+            for unit in list(on_row.get(row, ())):
+                if self._slots(current[row], row) > now:
+                    break
+                if not eligible(unit):
+                    continue
+                if unit.whole:
+                    for other in [u for u in chosen.values() if u.gang == unit.gang]:
+                        del chosen[id(other)]
+                        self._add(current, other.records, -1)
+                    wholes.add(unit.gang)
+                else:
+                    extras[unit.gang] = extras.get(unit.gang, 0) + 1
+                chosen[id(unit)] = unit
+                self._add(current, unit.records, +1)
+                touched |= gang_rows[unit.gang]
+            for changed in touched:
+                price(changed)
+            if len(chosen) < next_trial or not self._bound_ok(current):
+                continue
+            units = list(chosen.values())
+            placement = self._trial(current, leaving + _records(units))
+            if placement is not None:
+                return units, placement
+            next_trial, step = len(chosen) + step, step * 2
+        everything = [u for u in allowed if u.whole]
+        trial = free.copy()
+        self._add(trial, _records(everything), +1)
+        placement = self._trial(trial, leaving + _records(everything), counted=False)
+        assert placement is not None  # _ceiling found exactly this set to fit
+        return everything, placement
+
+    def _slots(self, room: npt.NDArray[np.int64], row: int) -> int:
+        """How many members of the gang's main shape fit in ``room`` on node ``row``."""
+        mask, vec, _ = self.templates[0]
+        if not mask[row]:
+            return 0
+        positive = vec > 0
+        if not positive.any():
+            return self.r.need
+        return max(0, int(np.min(room[positive] // vec[positive])))
+
+    def _reprieve(
+        self,
+        chosen: list[_Unit],
+        placement: Placement,
+        free: npt.NDArray[np.int64],
+        leaving: list[PodRecord],
+    ) -> tuple[list[_Unit], Placement]:
+        """Give back every chosen unit the gang can do without, most expensive first."""
+        for unit in sorted(chosen, key=lambda u: u.cost, reverse=True):
+            if self.trials >= self.max_trials:
+                break
+            rest = [u for u in chosen if u is not unit]
+            trial = free.copy()
+            self._add(trial, _records(rest), +1)
+            if not self._bound_ok(trial):
+                continue
+            found = self._trial(trial, leaving + _records(rest))
+            if found is not None:
+                chosen, placement = rest, found
+        return chosen, placement
+
+    def _result(self, chosen: list[_Unit], placement: Placement) -> Plan:
+        by_gang: dict[VictimKey, list[PodRecord]] = {}
+        priority: dict[VictimKey, int] = {}
+        for unit in chosen:
+            by_gang.setdefault(unit.gang, []).extend(unit.records)
+            priority[unit.gang] = max(priority.get(unit.gang, unit.priority), unit.priority)
+        victims = []
+        counter = self.r.cache.budgets.counter()
+        past: set[Key] = set()
+        for key, records in by_gang.items():
+            group = self._groups[key]
+            infos = tuple(rec.info for rec in records if rec.info is not None)
+            past |= {p.key for p in infos if counter.take(p)}
+            victims.append(
+                VictimGang(
+                    key[0],
+                    key[1] if not key[1].startswith("/") else "",
+                    priority[key],
+                    infos,
+                    len(records) >= len(group.records),
+                    len(group.records),
+                    group.min_member,
+                )
+            )
+        victims.sort(key=lambda v: (-v.priority, v.namespace, v.group))
+        return Plan(dict(placement.assignments), tuple(victims), frozenset(past), self.trials)
+
+    # --- candidates -----------------------------------------------------------------------
+
+    def _units(self) -> list[_Unit]:
+        """Lower-priority gangs with a bound member on a node the preemptor may use."""
+        r = self.r
+        own = r.gang.members
+        groups: dict[VictimKey, _VictimGroup] = {}
+        for rec in r.cache.pods.values():
+            info = rec.info
+            if (
+                rec.state is not PodState.BOUND
+                or info is None
+                or info.deleting
+                or info.priority >= self.priority
+                or info.key in own
+            ):
+                continue
+            key = (info.namespace, info.group or f"/{info.name}")
+            groups.setdefault(key, _VictimGroup()).records.append(rec)
+        self._groups = groups
+        useful = self._useful_rows()
+        units: list[_Unit] = []
+        budgets = r.cache.budgets
+        for key, group in groups.items():
+            records = group.records
+            rows = [self._row(rec) for rec in records]
+            if not any(row is not None and useful[row] for row in rows):
+                continue
+            group.min_member = self._min_member(key, len(records))
+            priority = max(rec.info.priority for rec in records if rec.info is not None)
+            whole = _Unit(key, tuple(records), True, priority, _rows(rows))
+            self._price(whole, budgets.violations(_infos(records)))
+            units.append(whole)
+            if len(records) > group.min_member:
+                for rec, row in zip(records, rows, strict=True):
+                    if row is None or not useful[row]:
+                        continue  # an extra member elsewhere frees nothing for this gang
+                    extra = _Unit(key, (rec,), False, priority, (row,))
+                    self._price(extra, budgets.violations(_infos([rec])))
+                    units.append(extra)
+        return units
+
+    def _min_member(self, key: VictimKey, bound: int) -> int:
+        """A victim gang's quorum: its valid PodGroup's minMember, else all it runs."""
+        if key[1].startswith("/"):
+            return 1
+        group = self.r.podgroups.get(key)
+        if group is None or getattr(group, "error", None) is not None:
+            return bound
+        return min(bound, int(group.min_member))
+
+    def _price(self, unit: _Unit, violations: int) -> None:
+        """The unit's sort key, cheapest first: budget-keeping, fewest pods, fewest
+        accelerators, least cpu / memory, lowest priority, most recently started; and its price,
+        the first three as one number (a budget violation outweighs any number of pods, a pod
+        any number of accelerators)."""
+        unit.cost = cost = self._cost(unit, violations)
+        unit.price = cost[0] * 1e12 + cost[1] * 1e6 + cost[2]
+
+    def _cost(self, unit: _Unit, violations: int) -> tuple[Any, ...]:
+        totals = np.zeros(self.width, dtype=np.int64)
+        for rec in unit.records:
+            totals += self.index.fit(rec.vector)[: self.width]
+        names = self.index.names[: self.width]
+        gpus = sum(int(v) for n, v in zip(names, totals, strict=True) if is_accelerator(n))
+        cpu = int(totals[self.index.column("cpu")]) if self.index.has("cpu") else 0
+        memory = int(totals[self.index.column("memory")]) if self.index.has("memory") else 0
+        started = min((rec.info.start_time for rec in unit.records if rec.info), default=0.0)
+        return (violations > 0, len(unit.records), gpus, cpu, memory, unit.priority, -started)
+
+    # --- trials ---------------------------------------------------------------------------
+
+    def _templates(self) -> list[tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], int]]:
+        """Per distinct member shape among the needed ones: the rows its static filters allow,
+        its request vector and how many such members must place."""
+        r = self.r
+        found: dict[tuple[Any, bytes], list[Any]] = {}
+        for pod in r.pods:
+            vec = self.index.fit(self.index.vector(pod.requests))[: self.width]
+            self.vectors[pod.key] = vec
+            key = (pod.constraints, vec.tobytes())
+            entry = found.get(key)
+            if entry is None:
+                mask = r.placer.static(self.base, pod.constraints).mask
+                found[key] = [mask, vec, 1]
+            else:
+                entry[2] += 1
+        return [(m, v, n) for m, v, n in found.values()]
+
+    def _useful_rows(self) -> npt.NDArray[np.bool_]:
+        useful = np.zeros(len(self.base.names), dtype=np.bool_)
+        for mask, _, _ in self.templates:
+            useful |= mask
+        return useful
+
+    def _bound_ok(self, free: npt.NDArray[np.int64]) -> bool:
+        """A necessary condition for placing ``need`` members: enough free slots per shape."""
+        slots = 0
+        for mask, vec, count in self.templates:
+            positive = vec > 0
+            if not positive.any():
+                slots += count
+                continue
+            rows = free[mask][:, positive]
+            if len(rows):
+                per_node = np.min(rows // vec[positive], axis=1)
+                slots += min(count, int(np.clip(per_node, 0, None).sum()))
+        return slots >= self.r.need
+
+    def _trial(
+        self, free: npt.NDArray[np.int64], removed: list[PodRecord], counted: bool = True
+    ) -> Placement | None:
+        """Place the gang on the snapshot with ``removed`` gone."""
+        if counted:
+            self.trials += 1
+        base = self.base
+        ports = dict(base.used_ports)
+        for rec in removed:
+            if rec.host_ports and rec.node in ports:
+                counter = ports[rec.node].copy()
+                counter.subtract(rec.host_ports)
+                ports[rec.node] = +counter
+        snap = replace(base, free=free.copy(), used_ports=ports)
+        with _without(base.pods, removed, self._rules_matter()):
+            result = self.r.placer.place(snap, self.r.pods, self.r.need, self.r.anchors)
+        return result if isinstance(result, Placement) else None
+
+    def _rules_matter(self) -> bool:
+        """Whether placement may look at other pods (else the index need not change)."""
+        base = self.base
+        return (
+            base.pods.has_terms()
+            or any(p.rules is not NO_RULES for p in self.r.pods)
+            or bool(base.selecting.services or base.selecting.controllers)
+        )
+
+    def _row(self, rec: PodRecord) -> int | None:
+        return self.r.cache.row_of(rec.node)
+
+    def _add(self, free: npt.NDArray[np.int64], records: Sequence[PodRecord], sign: int) -> None:
+        for rec in records:
+            row = self._row(rec)
+            if row is not None:
+                free[row] += sign * self.index.fit(rec.vector)[: self.width]
+
+
+def _rows(rows: Sequence[int | None]) -> tuple[int, ...]:
+    return tuple(sorted({row for row in rows if row is not None}))
+
+
+def _records(units: Sequence[_Unit]) -> list[PodRecord]:
+    seen: dict[Key, PodRecord] = {}
+    for unit in units:
+        for rec in unit.records:
+            seen[rec.key] = rec
+    return list(seen.values())
+
+
+def _infos(records: Sequence[PodRecord]) -> list[PodInfo]:
+    return [rec.info for rec in records if rec.info is not None]
+
+
+@contextmanager
+def _without(index: PodIndex, records: Sequence[PodRecord], active: bool) -> Iterator[None]:
+    """The pod index without ``records`` for the duration (synchronous: nothing else runs)."""
+    removed: list[tuple[PodInfo, str]] = []
+    if active:
+        for rec in records:
+            if rec.info is not None and rec.key in index.pods:
+                removed.append((rec.info, rec.node))
+                index.remove(rec.key)
+    try:
+        yield
+    finally:
+        for info, node in removed:
+            index.add(info, node)
