@@ -11,6 +11,15 @@ are checked on what the API holds (``gang.bench.invariants``) and on the simulat
 binding POSTs: no partial gang, no over-committed node, no pod bound twice, no gang left
 unbound that fits.
 
+``--mode preempt`` aims the kills at preemption (see ``gang.bench.chaosplan``): the cluster is
+filled with low-priority gangs, high-priority gangs arrive that fit only by evicting some, and
+the scheduler is SIGKILLed at planned evictions (read from the store as they commit), so kills
+fall between a victim gang's first and last eviction and between the evictions and the
+preemptor's binding. On top of the invariants it checks what preemption promises: no victim
+gang left below its quorum (the judge's partial gangs, now fed by evictions), and no preemptor
+left unbound that would fit if the low-priority pods were gone (``unserved_preemptors``: the
+judge sees only free capacity, so a scheduler that never preempted would pass it).
+
 The result says what was injected and survived, so a README can report "N seeded runs,
 0 partial gangs" with the command that produced it.
 """
@@ -25,7 +34,7 @@ import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +43,9 @@ from gang.bench.chaosplan import (
     CUT_WATCHES,
     DELETE_GANG,
     EXPIRE_HISTORY,
+    HIGH,
     KILL,
+    LOW,
     PRIORITIES,
     RESTART_SIM,
     Action,
@@ -45,14 +56,16 @@ from gang.bench.chaosplan import (
     pod_manifests,
     podgroup_manifest,
 )
-from gang.bench.invariants import Verdict, judge
+from gang.bench.invariants import Verdict, free_capacity, judge, parse_pods
 from gang.bench.supervisor import SchedulerProcess
 from gang.models.podgroup import POD_GROUP_LABEL
 from gang.sim.api import DeleteOptions
 from gang.sim.cluster import SimCluster
 from gang.sim.errors import ApiError
 from gang.sim.faults import FaultCounts
+from gang.sim.kubelet import KubeletConfig
 from gang.sim.store import MODIFIED, StoredEvent
+from gang.state.podinfo import DISRUPTION_TARGET, PREEMPTION_REASON, PodInfo
 
 Obj = dict[str, Any]
 #: the scheduler's settings for a chaos run: relist often (dropped events are repaired by the
@@ -65,6 +78,9 @@ SCHEDULER_ENV = {
     "GANG_SCHEDULER__DEFAULT_SCHEDULE_TIMEOUT_SECONDS": "10",
 }
 PODGROUPS_KEY = "scheduling.x-k8s.io/v1alpha1/podgroups"
+#: preempt mode's kubelet stand-in: pods start soon; an evicted pod lingers for its grace
+#: period (``PREEMPT_GRACE_SECONDS``) — the window between eviction and the preemptor's binding
+PREEMPT_KUBELET = KubeletConfig(start_delay=0.2, termination_delay=1.0)
 
 
 @dataclass(slots=True)
@@ -86,6 +102,22 @@ class ChaosResult:
     #: pods the simulator accepted more than one binding for (0 while its check holds)
     pods_bound_twice: int = 0
     settle_seconds: float = 0.0
+    #: preempt mode: eviction POSTs the apiserver accepted (201) and answered at all
+    evictions: int = 0
+    eviction_posts: int = 0
+    #: gangs that lost at least one member to an eviction, and those of them left partial
+    victim_gangs: int = 0
+    victim_gangs_partial: list[str] = field(default_factory=list)
+    #: high-priority gangs created, and those with their quorum bound at the end
+    preemptors: int = 0
+    preemptors_bound: int = 0
+    #: high-priority gangs unbound at the end whose quorum would fit without the low ones
+    unserved_preemptors: list[str] = field(default_factory=list)
+    #: kills fired at a planned eviction, those of them with members of the victim gang still
+    #: marked and not yet evicted, and kills (any) while a preemptor was nominated, not bound
+    eviction_kills: int = 0
+    mid_victim_kills: int = 0
+    preemption_kills: int = 0
     log_tail: str = ""
     #: seconds since the start → what happened (kills, starts, restarts, binding conflicts)
     timeline: list[tuple[float, str]] = field(default_factory=list)
@@ -97,6 +129,7 @@ class ChaosResult:
             and self.double_binds == 0
             and self.pods_bound_twice == 0
             and not self.unexpected_exits
+            and not self.unserved_preemptors
         )
 
     def report(self) -> str:
@@ -106,7 +139,13 @@ class ChaosResult:
             f"{v.gangs_complete}/{v.gangs} gangs complete, {v.pods_bound}/{v.pods} pods bound, "
             f"{len(v.partial_gangs)} partial gangs, {len(v.overcommitted_nodes)} over-committed "
             f"nodes, {self.double_binds} double binds, {self.pods_bound_twice} pods bound twice, "
-            f"{len(v.fitting_unbound)} fitting gangs unbound; settled in {self.settle_seconds:.1f}s"
+            f"{len(v.fitting_unbound)} fitting gangs unbound"
+            + (
+                f", {len(self.unserved_preemptors)} preemptors unserved"
+                if c.mode == "preempt"
+                else ""
+            )
+            + f"; settled in {self.settle_seconds:.1f}s"
         )
         stranded = len(v.stranded_members)
         lines = [
@@ -116,12 +155,29 @@ class ChaosResult:
             f"{stranded} gangs with a fitting member beyond the quorum left pending",
             f"  scheduler: {self.kills} SIGKILLs ({self.mid_gang_kills} mid-gang), "
             f"{self.scheduler_starts} starts, {len(self.unexpected_exits)} unexpected exits",
+        ]
+        if c.mode == "preempt":
+            lines.append(
+                f"  preemption: {self.evictions} evictions ({self.eviction_posts} POSTs) of "
+                f"{self.victim_gangs} victim gangs, {len(self.victim_gangs_partial)} left partial; "
+                f"{self.preemptors_bound}/{self.preemptors} preemptor gangs bound; "
+                f"{self.eviction_kills} SIGKILLs at an eviction ({self.mid_victim_kills} "
+                f"mid-victim-gang), {self.preemption_kills} while a preemptor was nominated "
+                "and not yet bound"
+            )
+        lines += [
             f"  apiserver: {f.restarts} restarts, {f.watches_cut} watches cut, "
             f"{f.history_expiries} history expiries, {f.throttled} throttled (429), "
             f"{f.server_errors} errors (500), {f.events_dropped} watch events dropped, "
             f"{f.delayed} requests delayed, {f.watches_opened} watches opened",
         ]
-        problems = v.partial_gangs + v.overcommitted_nodes + v.fitting_unbound + v.stranded_members
+        problems = (
+            v.partial_gangs
+            + v.overcommitted_nodes
+            + v.fitting_unbound
+            + [f"{g} unserved" for g in self.unserved_preemptors]
+            + v.stranded_members
+        )
         if problems:
             lines.append("  problems: " + "; ".join(problems[:10]))
         if self.unexpected_exits:
@@ -146,9 +202,15 @@ class ChaosRun:
         self.gangs_deleted = 0
         self.bindings = 0
         self.mid_gang_kills = 0
+        self.eviction_kills = 0
+        self.mid_victim_kills = 0
+        self.preemption_kills = 0
+        self.preempt = config.mode == "preempt"
         self._present: dict[str, GangPlan] = {}
         self._bindings_since_start = 0
+        self._evictions_since_start = 0
         self._kill_trigger: tuple[int, float] | None = None
+        self._eviction_trigger: tuple[int, float] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._sim_restart: asyncio.Task[None] | None = None
         self._cluster: SimCluster | None = None
@@ -179,6 +241,7 @@ class ChaosRun:
                 faults=self.plan.faults,
                 history_size=300 if full else 10_000,
                 bookmark_interval=2.0,
+                kubelet=PREEMPT_KUBELET if self.preempt else None,
             ) as cluster:
                 self._cluster = cluster
                 self._scheduler = SchedulerProcess(
@@ -220,6 +283,11 @@ class ChaosRun:
         for pod in pod_manifests(gang, ns):
             api.create(api.rt_pods, ns, pod)
         self._present[gang.name] = gang
+        if self.preempt and gang.arrive_at > 0:
+            self._mark(
+                f"{gang.name} arrives ({gang.priority}, {gang.size} pods x {gang.gpu} GPU, "
+                f"minMember {gang.min_member})"
+            )
 
     async def _chaos(self) -> None:
         """Arrivals and actions at their planned moments, for ``duration`` seconds."""
@@ -293,16 +361,27 @@ class ChaosRun:
         await scheduler.start()
         self._mark(f"scheduler started (pid {scheduler.pid})")
         self._bindings_since_start = 0
+        self._evictions_since_start = 0
         index = scheduler.starts - 1
         triggers = self.plan.kill_at_binding
         self._kill_trigger = triggers[index % len(triggers)] if self.in_chaos else None
+        at_eviction = self.plan.kill_at_eviction
+        self._eviction_trigger = (
+            at_eviction[index % len(at_eviction)] if self.in_chaos and at_eviction else None
+        )
 
-    def _kill(self, downtime: float) -> None:
+    def _kill(self, downtime: float) -> bool:
+        """SIGKILL the scheduler (during the chaos only), restart it after ``downtime``."""
         pid = self.scheduler.pid
+        during = self.preempt and self._preemption_under_way()
         if self.in_chaos and self.scheduler.kill():
             self._mark(f"SIGKILL scheduler (pid {pid}), down {downtime:g}s")
-            self._kill_trigger = None
+            self._kill_trigger = self._eviction_trigger = None
+            if during:
+                self.preemption_kills += 1
             self._spawn(self._restart_after(downtime))
+            return True
+        return False
 
     async def _restart_after(self, downtime: float) -> None:
         await self.scheduler.wait()
@@ -316,15 +395,23 @@ class ChaosRun:
             await self._start_scheduler()
 
     def _on_commit(self, storage_key: str, event: StoredEvent) -> None:
-        """Count bindings as the store commits them; kill the scheduler at its planned one."""
+        """Count bindings (and, in preempt mode, evictions) as the store commits them; kill
+        the scheduler at its planned one."""
         if storage_key != self.cluster.api.rt_pods.storage_key or event.type != MODIFIED:
             return
-        if event.prev is None or (event.prev.get("spec") or {}).get("nodeName"):
+        if event.prev is None:
+            return
+        if self.preempt and self._is_eviction(event.prev, event.obj):
+            self._on_eviction(event.obj)
+            return
+        if (event.prev.get("spec") or {}).get("nodeName"):
             return
         if not (event.obj.get("spec") or {}).get("nodeName"):
             return
         self.bindings += 1
         self._bindings_since_start += 1
+        if self.preempt:
+            self._note_quorum(event.obj)
         trigger = self._kill_trigger
         if trigger is None or not self.in_chaos or self._bindings_since_start < trigger[0]:
             return
@@ -333,6 +420,74 @@ class ChaosRun:
         if gang is not None and self._bound(gang.name) < gang.size:
             self.mid_gang_kills += 1
         self._kill(trigger[1])
+
+    # --- preempt mode: evictions as they commit --------------------------------------------
+
+    def _is_eviction(self, prev: Obj, obj: Obj) -> bool:
+        """A bound pod of the chaos namespace first gets a deletionTimestamp: in preempt mode
+        nothing but an eviction deletes pods gracefully (no "user" deletes a gang there), and
+        the Eviction API sets the DisruptionTarget condition just before."""
+        meta = obj["metadata"]
+        return (
+            meta.get("namespace") == self.config.namespace
+            and bool(meta.get("deletionTimestamp"))
+            and not prev["metadata"].get("deletionTimestamp")
+            and bool((obj.get("spec") or {}).get("nodeName"))
+        )
+
+    def _on_eviction(self, pod: Obj) -> None:
+        """Kill the scheduler at its planned eviction: the eviction is committed and its answer
+        not yet sent, so the scheduler dies not knowing whether it went through."""
+        self._evictions_since_start += 1
+        trigger = self._eviction_trigger
+        if trigger is None or not self.in_chaos or self._evictions_since_start < trigger[0]:
+            return
+        meta = pod["metadata"]
+        group = (meta.get("labels") or {}).get(POD_GROUP_LABEL) or ""
+        waiting = self._marked_not_evicted(group) if group else 0
+        self._mark(
+            f"eviction #{self._evictions_since_start} since the start: {meta['name']}"
+            + (f" ({waiting} marked member(s) of {group} not yet evicted)" if group else "")
+        )
+        if self._kill(trigger[1]):
+            self.eviction_kills += 1
+            if waiting:
+                self.mid_victim_kills += 1
+
+    def _chaos_pods(self) -> list[Obj]:
+        store, key = self.cluster.store, self.cluster.api.rt_pods.storage_key
+        return list(store.items(key, self.config.namespace))
+
+    def _marked_not_evicted(self, group: str) -> int:
+        """Members of ``group`` the scheduler marked as victims and nobody has evicted yet."""
+        count = 0
+        for pod in self._chaos_pods():
+            meta = pod["metadata"]
+            if (meta.get("labels") or {}).get(POD_GROUP_LABEL) != group:
+                continue
+            if not meta.get("deletionTimestamp") and _preemption_marked(pod):
+                count += 1
+        return count
+
+    def _preemption_under_way(self) -> bool:
+        """A high-priority gang below its quorum has members nominated (a preemption for it
+        began and it is not bound yet)."""
+        nominated: set[str] = set()
+        for pod in self._chaos_pods():
+            if (pod.get("status") or {}).get("nominatedNodeName") and not (
+                pod.get("spec") or {}
+            ).get("nodeName"):
+                nominated.add((pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL, ""))
+        return any(
+            name in nominated and gang.priority == HIGH and self._bound(name) < gang.min_member
+            for name, gang in self._present.items()
+        )
+
+    def _note_quorum(self, pod: Obj) -> None:
+        group = (pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
+        gang = self._present.get(group or "")
+        if gang is not None and gang.priority == HIGH and self._bound(gang.name) == gang.min_member:
+            self._mark(f"{gang.name} ({HIGH}) has its quorum of {gang.min_member} bound")
 
     def _mark(self, what: str) -> None:
         self._marks.append((time.monotonic(), what))
@@ -361,7 +516,7 @@ class ChaosRun:
         clean_since: float | None = None
         while loop.time() - start < self.config.settle:
             await self._supervise()
-            if self.verdict().clean:
+            if self._settled():
                 clean_since = clean_since if clean_since is not None else loop.time()
                 if loop.time() - clean_since >= 1.5:
                     break
@@ -369,6 +524,18 @@ class ChaosRun:
                 clean_since = None
             await asyncio.sleep(0.25)
         return loop.time() - start
+
+    def _settled(self) -> bool:
+        """The invariants hold; in preempt mode also every servable preemptor is bound and no
+        evicted pod is still terminating (a judge that sees only free capacity would call a
+        preemption in progress settled)."""
+        if not self.verdict().clean:
+            return False
+        if not self.preempt:
+            return True
+        if any(p["metadata"].get("deletionTimestamp") for p in self._chaos_pods()):
+            return False
+        return not self.unserved()
 
     def verdict(self) -> Verdict:
         store, api = self.cluster.store, self.cluster.api
@@ -378,18 +545,58 @@ class ChaosRun:
             store.items(api.registry.by_key(PODGROUPS_KEY).storage_key),
         )
 
+    def unserved(self) -> list[str]:
+        store, api = self.cluster.store, self.cluster.api
+        return unserved_preemptors(
+            store.items(api.rt_pods.storage_key),
+            store.items(api.rt_nodes.storage_key),
+            store.items(api.registry.by_key(PODGROUPS_KEY).storage_key),
+            self.config.namespace,
+        )
+
+    def _preemption_figures(self, verdict: Verdict) -> dict[str, Any]:
+        """What the audit and the API say about the run's preemptions (preempt mode)."""
+        ns = self.config.namespace
+        posts = [r for r in self.cluster.audit.evictions if r.pod[0] == ns]
+        victims = {r.pod[1].rsplit("-", 1)[0] for r in posts if r.evicted}
+        partial = [
+            text
+            for text in verdict.partial_gangs
+            if any(text.startswith(f"{ns}/{victim} (") for victim in victims)
+        ]
+        high = [g for g in self.plan.gangs if g.priority == HIGH and g.name in self._present]
+        return {
+            "evictions": sum(1 for r in posts if r.evicted),
+            "eviction_posts": len(posts),
+            "victim_gangs": len(victims),
+            "victim_gangs_partial": partial,
+            "preemptors": len(high),
+            "preemptors_bound": sum(1 for g in high if self._bound(g.name) >= g.min_member),
+            "unserved_preemptors": self.unserved(),
+            "eviction_kills": self.eviction_kills,
+            "mid_victim_kills": self.mid_victim_kills,
+            "preemption_kills": self.preemption_kills,
+        }
+
     def _result(self, settle: float, log_tail: str) -> ChaosResult:
         audit, scheduler = self.cluster.audit, self.scheduler
         marks = self._marks + [
             (c.at, f"409 binding {c.pod[1]} to {c.target}: already on {c.bound_to}")
             for c in audit.conflicts
         ]
+        if self.preempt:
+            marks += [
+                (r.at, f"eviction POST {r.pod[1]}: {r.status}")
+                for r in audit.evictions
+                if r.pod[0] == self.config.namespace
+            ]
         timeline = [(at - self._started_at, what) for at, what in sorted(marks)]
+        verdict = self.verdict()
         return ChaosResult(
             config=self.config,
             plan=self.plan.describe(),
             faults=dataclasses.replace(self.plan.faults.counts),
-            verdict=self.verdict(),
+            verdict=verdict,
             kills=scheduler.kills,
             mid_gang_kills=self.mid_gang_kills,
             scheduler_starts=scheduler.starts,
@@ -402,7 +609,108 @@ class ChaosRun:
             settle_seconds=settle,
             log_tail=log_tail,
             timeline=timeline,
+            **(self._preemption_figures(verdict) if self.preempt else {}),
         )
+
+
+def _preemption_marked(pod: Obj) -> bool:
+    """The scheduler's victim mark: DisruptionTarget True, reason PreemptionByScheduler."""
+    return any(
+        c.get("type") == DISRUPTION_TARGET
+        and c.get("status") == "True"
+        and c.get("reason") == PREEMPTION_REASON
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def _schedulable(node: Obj) -> bool:
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable"):
+        return False
+    return not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in spec.get("taints") or [])
+
+
+def _take(room: Mapping[str, dict[str, int]], shape: Mapping[str, int], count: int) -> bool:
+    """Place ``count`` pods shaped ``shape`` first-fit on ``room`` (node → free resources);
+    take their resources and say True if all of them fit, else leave ``room`` as it was."""
+    taken: list[str] = []
+    for node, free in room.items():
+        while len(taken) < count and all(free.get(r, 0) >= n for r, n in shape.items() if n > 0):
+            for r, n in shape.items():
+                free[r] = free.get(r, 0) - n
+            taken.append(node)
+    if len(taken) == count:
+        return True
+    for node in taken:
+        for r, n in shape.items():
+            room[node][r] += n
+    return False
+
+
+def unserved_preemptors(
+    pods: Iterable[Obj],
+    nodes: Iterable[Obj],
+    podgroups: Iterable[Obj],
+    namespace: str,
+    scheduler_name: str = "gang-scheduler",
+) -> list[str]:
+    """``chaos-high`` gangs of ``namespace`` short of their quorum that would fit if every
+    ``chaos-low`` pod were evicted: preemption should have served them.
+
+    Resource arithmetic, like the judge's fit check (members shaped like the first pending one,
+    packed onto schedulable, untainted nodes), but counting low-priority pods' requests as free.
+    The gangs are packed one after another into the same room, so two preemptors that each fit
+    alone but not together count once: the check asks that what could be served is.
+    """
+    nodes = list(nodes)
+    raws = list(pods)
+    low = {
+        (p["metadata"].get("namespace", ""), p["metadata"]["name"])
+        for p in raws
+        if (p.get("spec") or {}).get("priorityClassName") == LOW
+    }
+    high = {
+        (p["metadata"].get("namespace", ""), p["metadata"]["name"])
+        for p in raws
+        if (p.get("spec") or {}).get("priorityClassName") == HIGH
+    }
+    parsed = parse_pods(raws)
+    free = free_capacity(nodes, [p for p in parsed if p.key not in low])
+    room = {
+        n["metadata"]["name"]: free.get(n["metadata"]["name"], {}) for n in nodes if _schedulable(n)
+    }
+    min_members = {
+        g["metadata"]["name"]: int((g.get("spec") or {}).get("minMember") or 1)
+        for g in podgroups
+        if g["metadata"].get("namespace", "") == namespace
+    }
+    gangs: dict[str, tuple[list[PodInfo], list[PodInfo]]] = {}  # name → (bound, pending)
+    for pod in parsed:
+        if (
+            pod.key not in high
+            or pod.namespace != namespace
+            or pod.scheduler_name != scheduler_name
+        ):
+            continue
+        bound, pending = gangs.setdefault(pod.group or f"pod/{pod.name}", ([], []))
+        if pod.assigned:
+            bound.append(pod)
+        elif not pod.deleting and not pod.terminal:
+            pending.append(pod)
+    unserved = []
+    for name, (bound, pending) in sorted(gangs.items()):
+        quorum = 1 if name.startswith("pod/") else min_members.get(name)
+        if quorum is None or not pending:
+            continue  # no PodGroup: never expected to be scheduled
+        need = quorum - len(bound)
+        if need <= 0 or need > len(pending):
+            continue
+        if _take(room, pending[0].requests, need):
+            unserved.append(
+                f"{namespace}/{name} ({need} of its quorum of {quorum} would fit once the "
+                f"{LOW} pods were evicted)"
+            )
+    return unserved
 
 
 async def run_chaos(
@@ -414,7 +722,8 @@ async def run_chaos(
 def summary(results: list[ChaosResult]) -> str:
     """One paragraph over many runs: what was injected in total and what broke."""
     mode = {r.config.mode for r in results}
-    kind = "crash-restart" if mode == {"crash"} else "chaos" if mode == {"full"} else "mixed"
+    kinds = {"crash": "crash-restart", "full": "chaos", "preempt": "preemption chaos"}
+    kind = kinds[next(iter(mode))] if len(mode) == 1 else "mixed"
     total = FaultCounts()
     for r in results:
         for name in FaultCounts.__dataclass_fields__:
@@ -438,6 +747,22 @@ def summary(results: list[ChaosResult]) -> str:
         f"{total.throttled} 429s, {total.server_errors} 500s, {total.events_dropped} dropped "
         f"watch events; {sum(r.bindings for r in results)} bindings, "
         f"{sum(r.gangs_deleted for r in results)} gangs deleted."
+        + (_preemption_summary(results) if "preempt" in mode else "")
+    )
+
+
+def _preemption_summary(results: list[ChaosResult]) -> str:
+    runs = [r for r in results if r.config.mode == "preempt"]
+    return (
+        f"\nPreemption: {sum(r.evictions for r in runs)} evictions of "
+        f"{sum(r.victim_gangs for r in runs)} victim gangs, "
+        f"{sum(len(r.victim_gangs_partial) for r in runs)} victim gangs left partial; "
+        f"{sum(r.preemptors_bound for r in runs)}/{sum(r.preemptors for r in runs)} preemptor "
+        f"gangs bound, {sum(len(r.unserved_preemptors) for r in runs)} unserved preemptors; "
+        f"{sum(r.eviction_kills for r in runs)} SIGKILLs at an eviction "
+        f"({sum(r.mid_victim_kills for r in runs)} mid-victim-gang), "
+        f"{sum(r.preemption_kills for r in runs)} while a preemptor was nominated and not yet "
+        "bound."
     )
 
 

@@ -6,6 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+#: as ``gang.bench.chaosplan.MODES``; not imported from there, so ``gang run`` (whose CLI
+#: imports this module) never loads the simulator
+MODES = ("full", "crash", "preempt")
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chaos = sub.add_parser(
@@ -14,7 +18,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Runs `gang run` against an embedded simulator while the apiserver is slow, "
         "throttles, fails, cuts and drops watch events, expires history and restarts, and the "
         "scheduler is SIGKILLed and restarted; then all faults stop and the run must settle with "
-        "no partial gang, no over-committed node, no pod bound twice and no fitting gang unbound.",
+        "no partial gang, no over-committed node, no pod bound twice and no fitting gang unbound. "
+        "--mode preempt fills the cluster with low-priority gangs, lets high-priority gangs "
+        "arrive that fit only by preempting, and SIGKILLs the scheduler at planned evictions: "
+        "no victim gang may be left partial and every preemptor that fits once the "
+        "low-priority pods are gone must be bound.",
     )
     chaos.add_argument("--seed", type=int, default=1, help="first seed (default: %(default)s)")
     chaos.add_argument(
@@ -23,19 +31,26 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     chaos.add_argument("--runs", type=int, default=1, help="runs, with seeds SEED, SEED+1, ...")
     chaos.add_argument(
         "--mode",
-        choices=["full", "crash"],
+        choices=list(MODES),
         default="full",
-        help="full: every fault knob; crash: only scheduler SIGKILL + restart (%(default)s)",
+        help="full: every fault knob; crash: only scheduler SIGKILL + restart; preempt: "
+        "SIGKILLs aimed at preemptions (evictions, the wait before the preemptor binds) "
+        "(default: %(default)s)",
     )
     chaos.add_argument(
         "--settle", type=float, default=30.0, help="longest settle after the faults (seconds)"
     )
     chaos.add_argument(
         "--nodes",
-        default="12:gpu=8,cpu=32,memory=128Gi,zones=3",
-        help="node pools of the simulated cluster (default: %(default)s)",
+        help="node pools of the simulated cluster (default: 12:gpu=8,cpu=32,memory=128Gi,zones=3; "
+        "preempt: 8:gpu=8,cpu=32,memory=128Gi)",
     )
-    chaos.add_argument("--gangs", type=int, default=24, help="gangs in the workload")
+    chaos.add_argument(
+        "--gangs",
+        type=int,
+        help="gangs in the workload (default: 24); in preempt mode the high-priority gangs that "
+        "arrive (default: 4; the low-priority ones are sized to fill the cluster)",
+    )
     chaos.add_argument("--log-dir", type=Path, help="keep the scheduler's logs here")
     chaos.add_argument(
         "--log-level",
@@ -48,9 +63,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def command(args: argparse.Namespace) -> int:
     from gang.bench.chaos import run_many, summary
-    from gang.bench.chaosplan import ChaosConfig
+    from gang.bench.chaosplan import ChaosConfig, make_plan
 
-    if args.runs < 1 or args.duration <= 0 or args.settle <= 0 or args.gangs < 1:
+    gangs_given = args.gangs is not None
+    if args.runs < 1 or args.duration <= 0 or args.settle <= 0 or (gangs_given and args.gangs < 1):
         print(
             "gang chaos: --runs, --duration, --settle and --gangs must be positive", file=sys.stderr
         )
@@ -62,9 +78,14 @@ def command(args: argparse.Namespace) -> int:
         duration=args.duration,
         mode=args.mode,
         settle=args.settle,
-        nodes=args.nodes,
-        gangs=args.gangs,
+        nodes=args.nodes or "",
+        gangs=args.gangs or 0,
     )
+    try:
+        make_plan(config)  # a node spec the mode cannot use fails here, not in a run
+    except ValueError as err:
+        print(f"gang chaos: {err}", file=sys.stderr)
+        return 2
     try:
         results = run_many(
             config, args.runs, args.log_dir, quiet=args.quiet, log_level=args.log_level

@@ -2,7 +2,9 @@
 
 The full run turns every fault knob on at once while ``gang run`` is SIGKILLed and restarted;
 the crash-restart runs only kill the scheduler, more often, while a slow binding path keeps gangs
-half-bound at the moment of the kill. ``gang chaos --runs N`` runs many more seeds by hand.
+half-bound at the moment of the kill. The preemption run kills it at evictions, so victims are
+left half-evicted and preemptors nominated but unbound when a fresh scheduler takes over.
+``gang chaos --runs N`` runs many more seeds by hand.
 """
 
 from __future__ import annotations
@@ -44,3 +46,16 @@ async def test_crash_restart_runs_leave_no_partial_gang(seed: int) -> None:
     print(result.report())
     assert result.ok, result.report()
     assert result.kills >= 1 and result.bindings >= 10
+
+
+@pytest.mark.parametrize("seed", [1])
+async def test_kills_at_evictions_leave_no_partial_victim_gang(seed: int) -> None:
+    result = await run_chaos(ChaosConfig(seed=seed, duration=12, mode="preempt"))
+    print(result.report())
+    assert result.ok, result.report()
+    assert result.evictions > 0 and result.victim_gangs > 0, result.report()
+    # a kill fell right after an eviction committed (its answer never reached the scheduler),
+    # i.e. before the preemptor could bind; a fresh scheduler had to finish the preemption
+    assert result.eviction_kills >= 1, result.report()
+    assert not result.verdict.partial_gangs and not result.victim_gangs_partial
+    assert not result.unserved_preemptors and result.preemptors_bound >= 1
