@@ -303,6 +303,7 @@ class Cycle:
             placer,
             self.state.cache,
             self.state.podgroups,
+            self._claimed(gang),
         )
         for plugin in profile.preemptions:
             start = time.perf_counter()
@@ -317,6 +318,15 @@ class Cycle:
             self.preemption_decisions.observe(time.perf_counter() - start)
             return self._start_preemption(gang, {p.key: p for p in pods}, outcome, message)
         return message
+
+    def _claimed(self, gang: Gang) -> frozenset[Key]:
+        """Victims of the other gangs' preemptions still under way."""
+        claimed: set[Key] = set()
+        for key in self.state.nominating:
+            other = self.state.gangs.get(key)
+            if other is not None and other is not gang and other.preempting is not None:
+                claimed.update(other.preempting.victims)
+        return frozenset(claimed)
 
     def _start_preemption(
         self, gang: Gang, pods: Mapping[Key, PodInfo], plan: Plan, message: str

@@ -119,6 +119,8 @@ class Request:
     cache: ClusterCache
     #: PodGroups by (namespace, name), for victims' minMember
     podgroups: Mapping[Key, Any]
+    #: victim pods of the preemptions under way (other gangs' plans)
+    claimed: frozenset[Key] = frozenset()
 
 
 @dataclass(slots=True)
@@ -182,7 +184,7 @@ class Planner:
         leaving = [
             rec
             for rec in r.cache.pods.values()
-            if rec.state is PodState.BOUND and rec.info is not None and rec.info.deleting
+            if rec.state is PodState.BOUND and rec.info is not None and self._leaving(rec.info)
         ]
         free = self.base.free.copy()
         self._add(free, leaving, +1)
@@ -382,7 +384,7 @@ class Planner:
             if (
                 rec.state is not PodState.BOUND
                 or info is None
-                or info.deleting
+                or self._leaving(info)
                 or info.priority >= self.priority
                 or info.key in own
             ):
@@ -411,6 +413,13 @@ class Planner:
                     self._price(extra, budgets.violations(_infos([rec])))
                     units.append(extra)
         return units
+
+    def _leaving(self, info: PodInfo) -> bool:
+        """Going already: terminating, or claimed by a preemption under way (marked in the API,
+        or chosen by a plan whose marks are not written yet). Counted as free room, never as a
+        victim again, so two preemptions cannot each take a gang's "extras" and together leave
+        it below its quorum."""
+        return info.deleting or info.preemption_marked or info.key in self.r.claimed
 
     def _min_member(self, key: VictimKey, bound: int) -> int:
         """A victim gang's quorum: its valid PodGroup's minMember, else all it runs."""
