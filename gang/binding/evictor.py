@@ -29,12 +29,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from gang.binding.reporter import rfc3339_now
 from gang.kube.transport import Kube, KubeError, backoff_delay
 from gang.scheduling.gang import Gang
-from gang.scheduling.preemption import Plan, VictimGang
+from gang.scheduling.preemption import Plan, VictimGang, quorum, victim_key
 from gang.scheduling.tracker import ClusterState
 from gang.state.cache import PodState
 from gang.state.podinfo import DISRUPTION_TARGET, PREEMPTION_REASON, PodInfo
@@ -46,17 +46,13 @@ Key = tuple[str, str]
 WRITE_ATTEMPTS = 5
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
     return {
         "type": DISRUPTION_TARGET,
         "status": status,
         "reason": reason,
         "message": message[:1024],
-        "lastTransitionTime": _now(),
+        "lastTransitionTime": rfc3339_now(),
     }
 
 
@@ -101,19 +97,15 @@ class Evictor:
             info = record.info
             if record.state is not PodState.BOUND or info is None or info.deleting:
                 continue
-            key = (info.namespace, info.group or f"/{info.name}")
+            key = victim_key(info)
             live.setdefault(key, []).append(info)
             if info.preemption_marked:
                 marked.setdefault(key, []).append(info)
         for key, pods in marked.items():
             members = live[key]
             unmarked = len(members) - len(pods)
-            podgroup = self.state.podgroups.get(key)
-            quorum = len(members)
-            if podgroup is not None and podgroup.error is None and not key[1].startswith("/"):
-                quorum = podgroup.min_member
             name = f"{key[0]}/{key[1].lstrip('/')}"
-            if unmarked == 0 or unmarked >= quorum:
+            if unmarked == 0 or unmarked >= quorum(key, len(members), self.state.podgroups):
                 log.info("resuming the preemption of %d pod(s) of gang %s", len(pods), name)
                 self._spawn(self._evict_resumed(pods), f"resume eviction of {name}")
             else:

@@ -30,7 +30,8 @@ EVENT_QUEUE_LIMIT = 10_000
 STATUS_FLUSH_SECONDS = 0.2
 
 
-def _now() -> str:
+def rfc3339_now() -> str:
+    """The current time as the API writes it (RFC 3339, whole seconds, UTC)."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -63,7 +64,7 @@ def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
     }
     start = previous.get("scheduleStartTime")
     if start is None and phase != "Pending":
-        start = _now()
+        start = rfc3339_now()
     if start is not None:
         status["scheduleStartTime"] = start
     conditions = []
@@ -113,7 +114,7 @@ def _condition(
         ),
         None,
     )
-    since = old.get("lastTransitionTime") if old and old.get("status") == state else _now()
+    since = old.get("lastTransitionTime") if old and old.get("status") == state else rfc3339_now()
     return {
         "type": kind,
         "status": state,
@@ -175,7 +176,7 @@ class KubeReporter:
     def _enqueue(
         self, namespace: str, involved: dict[str, Any], kind: str, reason: str, message: str
     ) -> None:
-        now = _now()
+        now = rfc3339_now()
         event = {
             "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
             "involvedObject": involved,

@@ -50,7 +50,6 @@ class PrioritySort:
 
     def sort_key(self, gang: Gang) -> tuple[int, int, int, float, str, str]:
         pods = list(gang.members.values())
-        priority = max((p.priority for p in pods), default=0)
         qos = max((p.qos_rank for p in pods), default=QOS_RANK["BestEffort"])
         if gang.podgroup is not None:
             created = gang.podgroup.creation_timestamp
@@ -59,7 +58,7 @@ class PrioritySort:
         half_bound = 0 if gang.bound() and gang.pending() else 1
         return (
             half_bound,
-            -priority,
+            -gang.priority,
             -qos,
             created,
             gang.key.namespace,

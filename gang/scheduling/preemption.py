@@ -53,6 +53,22 @@ NOT_ELIGIBLE: Final = "preemption: not eligible due to preemptionPolicy=Never"
 DEFAULT_MAX_TRIALS: Final = 64
 
 
+def victim_key(pod: PodInfo) -> VictimKey:
+    """The victim gang a running pod belongs to."""
+    return (pod.namespace, pod.group or f"/{pod.name}")
+
+
+def quorum(key: VictimKey, running: int, podgroups: Mapping[Key, Any]) -> int:
+    """A victim gang's quorum: 1 for a lone pod; its valid PodGroup's minMember (at most what
+    it runs); else all it runs."""
+    if key[1].startswith("/"):
+        return 1
+    group = podgroups.get(key)
+    if group is None or getattr(group, "error", None) is not None:
+        return running
+    return min(running, int(group.min_member))
+
+
 def is_accelerator(resource: str) -> bool:
     return resource == "gpu" or resource.endswith("/gpu")
 
@@ -181,6 +197,7 @@ class Planner:
         self.index = r.cache.index
         self.vectors: dict[Key, npt.NDArray[np.int64]] = {}
         self.templates = self._templates()
+        self.rules_matter = self._rules_matter()
         leaving = [
             rec
             for rec in r.cache.pods.values()
@@ -232,7 +249,6 @@ class Planner:
         heap and recomputed only for the nodes a choice touched."""
         on_row: dict[int, list[_Unit]] = {}
         gang_rows: dict[VictimKey, set[int]] = {}
-        whole_of = {u.gang: u for u in allowed if u.whole}
         for unit in allowed:
             for row in unit.rows:
                 on_row.setdefault(row, []).append(unit)
@@ -249,9 +265,8 @@ class Planner:
                 return False
             if unit.whole:
                 return True
-            whole = whole_of[unit.gang]
-            cap = len(whole.records) - self._min_member(unit.gang, len(whole.records))
-            return extras.get(unit.gang, 0) < cap
+            group = self._groups[unit.gang]
+            return extras.get(unit.gang, 0) < len(group.records) - group.min_member
 
         version: dict[int, int] = {}
         heap: list[tuple[float, float, int, int]] = []
@@ -389,7 +404,7 @@ class Planner:
                 or info.key in own
             ):
                 continue
-            key = (info.namespace, info.group or f"/{info.name}")
+            key = victim_key(info)
             groups.setdefault(key, _VictimGroup()).records.append(rec)
         self._groups = groups
         useful = self._useful_rows()
@@ -400,7 +415,7 @@ class Planner:
             rows = [self._row(rec) for rec in records]
             if not any(row is not None and useful[row] for row in rows):
                 continue
-            group.min_member = self._min_member(key, len(records))
+            group.min_member = quorum(key, len(records), r.podgroups)
             priority = max(rec.info.priority for rec in records if rec.info is not None)
             whole = _Unit(key, tuple(records), True, priority, _rows(rows))
             self._price(whole, budgets.violations(_infos(records)))
@@ -420,15 +435,6 @@ class Planner:
         victim again, so two preemptions cannot each take a gang's "extras" and together leave
         it below its quorum."""
         return info.deleting or info.preemption_marked or info.key in self.r.claimed
-
-    def _min_member(self, key: VictimKey, bound: int) -> int:
-        """A victim gang's quorum: its valid PodGroup's minMember, else all it runs."""
-        if key[1].startswith("/"):
-            return 1
-        group = self.r.podgroups.get(key)
-        if group is None or getattr(group, "error", None) is not None:
-            return bound
-        return min(bound, int(group.min_member))
 
     def _price(self, unit: _Unit, violations: int) -> None:
         """The unit's sort key, cheapest first: budget-keeping, fewest pods, fewest
@@ -502,7 +508,7 @@ class Planner:
                 counter.subtract(rec.host_ports)
                 ports[rec.node] = +counter
         snap = replace(base, free=free.copy(), used_ports=ports)
-        with _without(base.pods, removed, self._rules_matter()):
+        with _without(base.pods, removed, self.rules_matter):
             result = self.r.placer.place(snap, self.r.pods, self.r.need, self.r.anchors)
         return result if isinstance(result, Placement) else None
 

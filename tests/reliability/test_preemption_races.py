@@ -1,16 +1,16 @@
 """Two preemptors planned back to back must not split one elastic victim gang below its quorum.
 
-Found by ``gang chaos --mode preempt`` (seed 4: ``chaos/low006``, 8 members, minMember 4, left
-3/4 bound) and fixed: a plan now counts pods claimed by a preemption under way (marked, or chosen
-by another gang's plan) as leaving, never as victims again. Before the fix each plan counted an elastic victim's members above ``minMember`` among the
-members still running, including those another preemption in flight has already taken (marked,
-evicting, not yet terminating). Two plans made before the first one's evictions commit — two
-high-priority gangs arriving together, or every pending preemptor re-planning at once after a
-restart while ``Evictor.recover`` finishes the old marks — each take "the members above the
-quorum", and together they evict the gang below it. The chaos run needs kills and luck to see
-it; here it is made exact: both PodGroups are created in one synchronous step (the scheduler
-plans the two gangs in consecutive cycles), and API latency keeps the first plan's evictions
-from committing before the second plan is made.
+Found by ``gang chaos --mode preempt`` (seed 4: ``chaos/low006``, 8 members, minMember 4, left 3/4
+bound) and fixed: a plan now counts pods claimed by a preemption under way (marked, or chosen by
+another gang's plan) as leaving, never as victims again. Before the fix each plan counted an
+elastic victim's members above ``minMember`` among the members still running, including those
+another preemption in flight has already taken (marked, evicting, not yet terminating). Two plans
+made before the first one's evictions commit — two high-priority gangs arriving together, or every
+pending preemptor re-planning at once after a restart while ``Evictor.recover`` finishes the old
+marks — each take "the members above the quorum", and together they evict the gang below it. The
+chaos run needs kills and luck to see it; here it is made exact: both PodGroups are created in one
+synchronous step (the scheduler plans the two gangs in consecutive cycles), and API latency keeps
+the first plan's evictions from committing before the second plan is made.
 """
 
 from __future__ import annotations
