@@ -83,6 +83,37 @@ class SchedulerCollector(Collector):
             buckets=decisions.cumulative(),
             sum_value=decisions.total,
         )
+        book = scheduler.state.reservations
+        yield GaugeMetricFamily(
+            "gang_reservations",
+            "Reservations in force (capacity held for gangs that fit the cluster but not now)",
+            value=len(book),
+        )
+        yield GaugeMetricFamily(
+            "gang_reserved_nodes",
+            "Nodes holding capacity for a reservation",
+            value=len(book.held_nodes()),
+        )
+        outcomes = CounterMetricFamily(
+            "gang_reservations_ended",
+            "Reservations made, and ended other than by their gang placing",
+            labels=["outcome"],
+        )
+        outcomes.add_metric(["made"], book.made)
+        outcomes.add_metric(["expired"], book.expired)
+        outcomes.add_metric(["yielded"], book.yielded)
+        yield outcomes
+        yield CounterMetricFamily(
+            "gang_backfills",
+            "Gangs placed on capacity held for a reservation (their run time ends before it)",
+            value=book.backfills,
+        )
+        yield HistogramMetricFamily(
+            "gang_reservation_wait_seconds",
+            "Seconds from a reservation being made to its gang placing",
+            buckets=book.waits.cumulative(),
+            sum_value=book.waits.total,
+        )
         waiting = GaugeMetricFamily(
             "gang_gangs_waiting", "Gangs with members waiting for placement or quorum"
         )

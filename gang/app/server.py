@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from gang.app.scheduler import GangScheduler
+from gang.scheduling.gang import Reservation
 
 #: the largest request body accepted (and ignored): no endpoint here takes one
 MAX_REQUEST_BYTES = 1024
@@ -59,9 +61,40 @@ def gang_report(scheduler: GangScheduler) -> list[dict[str, Any]]:
                 if deadline is not None
                 else None,
                 "why_pending": gang.last_failure if (pending or gang.reserved) else None,
+                "reservation": _reservation(gang.reservation),
+                "not_reserved_because": gang.reservation_refused
+                if pending and gang.reservation is None
+                else None,
             }
         )
     return out
+
+
+def _reservation(res: Reservation | None) -> dict[str, Any] | None:
+    """A reservation as /debug shows it: its nodes, expected start, and the backfill
+    decisions into it (epoch seconds, and seconds from now)."""
+    if res is None:
+        return None
+    now = time.time()
+    return {
+        "nodes": res.nodes,
+        "expected_start": round(res.start, 3),
+        "starts_in_seconds": round(res.start - now, 1),
+        "waiting_for_pods": res.waiting_for,
+        "made": round(res.made, 3),
+        "expires_in_seconds": round(res.expires - now, 1),
+        "backfills": [
+            {
+                "gang": b.gang,
+                "nodes": b.nodes,
+                "run_seconds": b.run_seconds,
+                "at": round(b.at, 3),
+                "ends_by": round(b.ends_by, 3),
+                "reservation_start": round(b.start, 3),
+            }
+            for b in res.backfills
+        ],
+    }
 
 
 def _html(rows: list[dict[str, Any]]) -> str:

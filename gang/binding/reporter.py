@@ -32,7 +32,7 @@ STATUS_FLUSH_SECONDS = 0.2
 
 def rfc3339_now() -> str:
     """The current time as the API writes it (RFC 3339, whole seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339(time.time())
 
 
 def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
@@ -85,6 +85,9 @@ def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
                 f"members preempted by {gang.preempted_by}",
             )
         )
+    reserved = _reserved_condition(gang, previous)
+    if reserved is not None:
+        conditions.append(reserved)
     if phase in ("Pending", "Scheduling"):
         message = gang.last_failure or f"{gang.placed()}/{need} members placed"
         conditions.append(_condition(previous, "Scheduled", "False", "Unschedulable", message))
@@ -100,6 +103,31 @@ def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
         )
     status["conditions"] = conditions
     return status
+
+
+def _reserved_condition(gang: Gang, previous: dict[str, Any]) -> dict[str, Any] | None:
+    """``Reserved``: True while capacity is held for the gang (which nodes, expected start);
+    False after a reservation expired, until the gang places or may reserve again."""
+    res = gang.reservation
+    if res is not None:
+        shown = ", ".join(res.nodes[:8]) + (", ..." if len(res.held) > 8 else "")
+        return _condition(
+            previous,
+            "Reserved",
+            "True",
+            "CapacityReserved",
+            f"{len(res.held)} node(s) held ({shown}); expected start {_rfc3339(res.start)}, "
+            f"once {res.waiting_for} running pod(s) there finish; expires {_rfc3339(res.expires)}",
+        )
+    if gang.reservation_expired is not None and time.time() < gang.reserve_after:
+        return _condition(
+            previous, "Reserved", "False", "ReservationExpired", gang.reservation_expired
+        )
+    return None
+
+
+def _rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _condition(

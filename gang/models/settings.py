@@ -114,6 +114,15 @@ class SchedulerConfig(BaseModel):
     #: capacity freed by a preemption is held for the preemptor this long at most; if the
     #: victims are not gone by then, the nomination is released and the gang tries again
     nomination_timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+    #: reservation and backfill (gang.scheduling.reservation): a gang that fits the cluster but
+    #: not now has the nodes that free up soonest held for it; off, big gangs can starve
+    reservations: bool = True
+    #: at most this many reservations at a time, holding at most this share of the nodes
+    max_reservations: int = Field(default=4, ge=1, le=1000)
+    reservation_max_share: float = Field(default=0.5, gt=0, le=1)
+    #: a reservation whose gang has not placed within this long is dropped (and not renewed
+    #: for as long again), so nothing blocks for ever
+    max_reservation_seconds: float = Field(default=900.0, gt=0, le=7 * 24 * 3600)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Self:

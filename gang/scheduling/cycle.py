@@ -46,11 +46,20 @@ from gang.scheduling.framework import (
     Wait,
     call,
 )
-from gang.scheduling.gang import Gang, Preempting
+from gang.scheduling.gang import Gang, Preempting, Reservation
 from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.preemption import Plan, Request
+from gang.scheduling.reservation import (
+    NoReservation,
+    ReservationPlanner,
+    apply_holds,
+    declared_run,
+    refreshed_start,
+    sorts_before,
+)
 from gang.scheduling.tracker import ClusterState
+from gang.scheduling.trials import Trials
 from gang.state.cache import Snapshot
 from gang.state.podinfo import PodInfo
 
@@ -61,6 +70,9 @@ Key = tuple[str, str]
 Held = dict[Key, tuple[PodInfo, str]]
 #: repeat an identical FailedScheduling event for a gang at most this often (seconds)
 REPORT_EVERY = 30.0
+#: a gang refused a reservation after planning one plans again after this long at the earliest,
+#: unless the node set or the reservations change first (planning runs placement many times)
+REPLAN_AFTER = 5.0
 
 
 class Cycle:
@@ -92,6 +104,14 @@ class Cycle:
         #: cycles failed by a plugin error, per plugin name
         self.plugin_failures: dict[str, int] = {}
         self._loop = asyncio.get_running_loop()
+        book = state.reservations
+        book.limit, book.share = config.max_reservations, config.reservation_max_share
+        #: this cycle's gang: the reservations holding capacity against it, those it may
+        #: backfill, its declared run time, the wall clock the cycle decides at
+        self._holding: list[Reservation] = []
+        self._backfill: list[Reservation] = []
+        self._run: float | None = None
+        self._now = 0.0
         # the tracker re-checks reservations on a re-tainted or cordoned node with these
         state.filters_for = self._static_filters
 
@@ -112,6 +132,7 @@ class Cycle:
             gang.waiting_since = self._loop.time()
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
         nominated = self.state.drop_nominations(gang)  # the gang's own: free for it to use
+        self._reservations_against(gang, pending)
         try:
             outcome = self._schedule(gang, pending, held)
         except PluginError as err:
@@ -124,6 +145,7 @@ class Cycle:
             self._fail(gang, pending, outcome)
             return UNSCHEDULABLE
         self._preemption_over(gang)  # placed: what was nominated for it is now reserved
+        self._placed_with_reservations(gang, outcome)
         self.permit(gang)
         self.state.reporter.gang_changed(gang)
         # members beyond the quorum that did not fit wait, like any pod, for room to free up
@@ -149,15 +171,17 @@ class Cycle:
             need = len(pods)
         self.state.register_vectors(pods)
         snap = self._snapshot(gang)
-        for plugin in profile.pre_filters:
-            rejection = call(plugin, "PreFilter", budget, plugin.pre_filter, gang, snap)
-            if rejection:
-                return rejection
-        for pre_score in profile.pre_scores:
-            call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
         anchors += [node for _, node in held.values()]
         placer = self.placers[profile.scheduler_name]
+        for plugin in profile.pre_filters:
+            rejection = call(plugin, "PreFilter", budget, plugin.pre_filter, gang, snap)
+            if rejection:
+                if getattr(plugin, "about_capacity", False):  # running pods finishing may help
+                    return self._reserve_capacity(gang, placer, pods, need, anchors, rejection)
+                return rejection
+        for pre_score in profile.pre_scores:
+            call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
         result = placer.place(snap, pods, need, anchors)
         if not isinstance(result, Placement):
             message = self._describe_failure(gang, result)
@@ -166,7 +190,10 @@ class Cycle:
                     call(post, "PostFilter", budget, post.post_filter, gang, snap, message)
                     or message
                 )
-            return self._preempt(gang, profile, placer, pods, need, anchors, message)
+            message = self._preempt(gang, profile, placer, pods, need, anchors, message)
+            if gang.preempting is not None:
+                return message  # victims are going: the capacity they free is nominated
+            return self._reserve_capacity(gang, placer, pods, need, anchors, message)
         refusal = self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
         return result if refusal is None else refusal
 
@@ -252,10 +279,11 @@ class Cycle:
     # --- preemption (PostFilter) ---------------------------------------------------------------
 
     def _snapshot(self, gang: Gang) -> Snapshot:
-        """The cache's snapshot as ``gang`` may use it: capacity nominated for lower-priority
-        gangs is lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
+        """The cache's snapshot as ``gang`` may use it: capacity held by reservations ahead of
+        it taken off (unless it may backfill them); capacity nominated for lower-priority gangs
+        lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
         cache = self.state.cache
-        snap = cache.snapshot()
+        snap = apply_holds(cache.snapshot(), self._holding, cache)
         lenders = [
             other
             for key in self.state.nominating
@@ -268,7 +296,10 @@ class Cycle:
                 row = cache.row_of(node)
                 record = cache.pods.get(pod.key)
                 if row is not None and record is not None:
-                    snap.free[row] += cache.index.fit(record.vector)[: snap.free.shape[1]]
+                    lent = cache.index.fit(record.vector)[: snap.free.shape[1]]
+                    snap.free[row] += lent
+                    if snap.unheld is not None:
+                        snap.unheld[row] += lent
         return snap
 
     def _preempt(
@@ -343,6 +374,7 @@ class Cycle:
         log.info("gang %s preempts %s", gang.key, summary)
         if self.on_preempt is not None:
             self.on_preempt(gang, plan)
+        self._drop_reservation(gang)  # nominated instead
         return _append(message, f"preemption: evicting {summary}")
 
     def _nominate(self, gang: Gang, nominated: Held) -> None:
@@ -390,6 +422,170 @@ class Cycle:
         self.state.enqueue(gang)
         self.state.queue.activate(gang.key)
         self.state.queue.activate_unschedulable()
+
+    # --- reservation and backfill ----------------------------------------------------------------
+
+    def _reservations_against(self, gang: Gang, pending: list[PodInfo]) -> None:
+        """Set up the cycle's view of the reservations: which hold against ``gang``, which
+        it may backfill."""
+        self._now = time.time()
+        book = self.state.reservations
+        if not book.by_gang:
+            self._holding, self._backfill, self._run = [], [], None
+            return
+        self._run = declared_run(pending) if pending else None
+        sort_key = self.state.queue_sort.sort_key(gang)
+        self._holding, self._backfill = book.against(gang, sort_key, self._run, self._now)
+
+    def _placed_with_reservations(self, gang: Gang, placement: Placement) -> None:
+        """The gang placed: its own reservation has done its work; a placement on capacity
+        held for others is recorded as backfill."""
+        book = self.state.reservations
+        own = book.drop(gang)
+        if own is not None:
+            book.waits.observe(max(0.0, self._now - own.made))
+            self.state.queue.activate_unschedulable()  # what it held and did not use is free
+        if not self._backfill or self._run is None:
+            return
+        into = book.backfilled(
+            self._backfill, str(gang.key), placement.assignments.values(), self._run, self._now
+        )
+        if into and gang.podgroup is not None:
+            names = ", ".join(str(r.gang) for r in into)
+            self.state.reporter.podgroup_event(
+                gang.podgroup,
+                "Normal",
+                "Backfilled",
+                f"placed on capacity reserved for {names}: its declared run time of "
+                f"{self._run:g}s ends before that reservation is expected to start",
+            )
+
+    def _reserve_capacity(
+        self,
+        gang: Gang,
+        placer: Placer,
+        pods: list[PodInfo],
+        need: int,
+        anchors: list[str],
+        message: str,
+    ) -> str:
+        """The gang did not place (and preemption did not help): keep or make its reservation,
+        and say so in the failure message."""
+        if not self.config.reservations:
+            return message
+        book, cache, now = self.state.reservations, self.state.cache, self._now
+        own = gang.reservation
+        if own is not None:
+            refreshed = refreshed_start(own, cache, now)
+            if refreshed is not None:
+                own.start, own.waiting_for = refreshed
+                self.state.reporter.gang_changed(gang)
+                return _append(message, _holding_note(own))
+            self._drop_reservation(gang)  # its nodes can no longer hold it: plan again
+        if now < gang.reserve_after:
+            return self._not_reserved(gang, message, str(gang.reservation_expired))
+        memo = gang.reservation_memo
+        if memo is not None and memo[:2] == (cache.version, book.version) and now < memo[2]:
+            return message  # refused moments ago, and nothing it depends on has moved
+        sort_key = self.state.queue_sort.sort_key(gang)
+        total = int(cache.valid.sum())
+        refusal = book.room_for(sort_key, total)
+        if refusal is not None:
+            return self._not_reserved(gang, message, refusal)
+        saved, self._holding = (
+            self._holding,
+            [
+                r
+                for r in book.by_gang.values()
+                if r.gang != gang.key and sorts_before(r.sort_key, sort_key)
+            ],
+        )  # a reservation plans around every hold ahead of it, backfillable or not
+        try:
+            snap = self._snapshot(gang)
+        finally:
+            self._holding = saved
+        trials = Trials(snap, pods, need, anchors, placer, cache.index)
+        plan = ReservationPlanner(trials, cache, gang.members, now).plan()
+        if isinstance(plan, NoReservation):
+            return self._not_reserved(gang, message, plan.why, planned=True)
+        admitted = book.admit(gang.key, sort_key, set(plan.held), total)
+        if isinstance(admitted, str):
+            return self._not_reserved(gang, message, admitted, planned=True)
+        for res in admitted:
+            other = self.state.gangs.get(res.gang)
+            if other is not None:
+                self._drop_reservation(other, f"gave way to {gang.key}, ahead of it in the queue")
+                book.yielded += 1
+        reservation = Reservation(
+            gang.key,
+            sort_key,
+            plan.held,
+            plan.start,
+            now,
+            now + self.config.max_reservation_seconds,
+            plan.waiting_for,
+        )
+        reservation.timer = self._loop.call_later(
+            self.config.max_reservation_seconds, self._reservation_expired, gang, reservation
+        )
+        book.add(gang, reservation)
+        gang.reservation_refused = None
+        note = _holding_note(reservation)
+        log.info("gang %s: %s", gang.key, note)
+        self._tell(gang, "Normal", "Reserved", f"gang {gang.key}: {note}")
+        self.state.reporter.gang_changed(gang)
+        return _append(message, note)
+
+    def _not_reserved(self, gang: Gang, message: str, why: str, planned: bool = False) -> str:
+        """No reservation: the reason is kept for /debug (and explain), the failure message
+        stays as the filters wrote it. A refusal that took a planning decision is not
+        planned again for a while unless the nodes or the reservations change."""
+        gang.reservation_refused = why
+        if planned:
+            cache, book = self.state.cache, self.state.reservations
+            gang.reservation_memo = (cache.version, book.version, self._now + REPLAN_AFTER)
+        return message
+
+    def _drop_reservation(self, gang: Gang, why: str | None = None) -> None:
+        if self.state.reservations.drop(gang) is None:
+            return
+        self.state.queue.activate_unschedulable()  # what it held is free for everyone again
+        if why is not None:
+            self._tell(gang, "Normal", "ReservationReleased", f"gang {gang.key}: {why}")
+            self.state.enqueue(gang)
+            self.state.queue.activate(gang.key)
+        self.state.reporter.gang_changed(gang)
+
+    def _reservation_expired(self, gang: Gang, reservation: Reservation) -> None:
+        reservation.timer = None
+        if gang.reservation is not reservation or self.state.gangs.get(gang.key) is not gang:
+            return
+        self.state.reservations.expired += 1
+        seconds = self.config.max_reservation_seconds
+        gang.reserve_after = time.time() + seconds
+        gang.reservation_expired = (
+            f"the last one expired after {seconds:g}s without the gang placing; "
+            f"none is made for another {seconds:g}s"
+        )
+        self.state.reservations.drop(gang)
+        message = (
+            f"gang {gang.key}: reservation of {len(reservation.held)} node(s) dropped: the gang "
+            f"did not place within max_reservation_seconds ({seconds:g}s)"
+        )
+        log.info("%s", message)
+        self._tell(gang, "Warning", "ReservationExpired", message)
+        self.state.enqueue(gang)
+        self.state.queue.activate(gang.key)
+        self.state.queue.activate_unschedulable()
+        self.state.reporter.gang_changed(gang)
+
+    def _tell(self, gang: Gang, kind: str, reason: str, message: str) -> None:
+        """An Event on the gang's PodGroup, or on its pod for a gang of one."""
+        if gang.podgroup is not None:
+            self.state.reporter.podgroup_event(gang.podgroup, kind, reason, message)
+        elif gang.single:
+            for pod in gang.members.values():
+                self.state.reporter.pod_event(pod.key, pod.uid, kind, reason, message)
 
     def _describe_failure(self, gang: Gang, failure: Unplaceable) -> str:
         if gang.single or failure.needed <= 1:
@@ -474,9 +670,10 @@ class Cycle:
         return len(members) + len(self.state.drop_placeholders(gang))
 
     def settle(self, gang: Gang) -> None:
-        """Shutting down: unreserve, and give up any nomination."""
+        """Shutting down: unreserve, and give up any nomination and reservation."""
         self.unreserve(gang)
         self._preemption_over(gang)
+        self.state.reservations.drop(gang)
 
     def release(self, gang: Gang, message: str, backoff: bool) -> None:
         """Unreserve the gang, say why, and requeue it."""
@@ -521,3 +718,12 @@ class Cycle:
 def _append(message: str, preemption: str) -> str:
     """kube-scheduler's form: the Filter verdict, then what preemption said about it."""
     return f"{message} {preemption}" if message.endswith(".") else f"{message}; {preemption}"
+
+
+def _holding_note(reservation: Reservation) -> str:
+    """The failure message's reservation part (no times in it: an identical message is not
+    repeated as a new Event; the PodGroup's Reserved condition has them)."""
+    return (
+        f"reservation: holding {len(reservation.held)} node(s) for it until running pods "
+        "there finish"
+    )

@@ -26,6 +26,9 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from gang.models.podgroup import PodGroupInfo
 from gang.state.podinfo import PodInfo
 
@@ -57,6 +60,56 @@ class Preempting:
     victims: dict[Key, str]
     summary: str
     timer: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = None
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """A gang placed on capacity held for another gang's reservation: its declared run time
+    ends before the reservation is expected to start."""
+
+    gang: str
+    nodes: int
+    run_seconds: float
+    #: epoch seconds: when it was placed, when it is expected to end, the reservation's start
+    at: float
+    ends_by: float
+    start: float
+
+
+@dataclass(eq=False)
+class Reservation:
+    """Capacity held for a gang that fits the cluster but not now (gang.scheduling.reservation):
+    on each node, the requests of the members planned there, held against every gang behind it
+    in the queue except backfill. Lives in memory only, rebuilt from the queue after a restart.
+
+    Invariant: ``ReservationBook`` holds it exactly while ``gang.reservation`` points to it, and
+    ``timer`` (its expiry) runs exactly as long."""
+
+    gang: GangKey
+    #: the gang's queue-sort key: the reservation holds against gangs that sort after it
+    sort_key: tuple[object, ...]
+    #: node → the capacity held there (a request vector of the resource index, cut to the width
+    #: it had; ``ResourceIndex.fit`` widens it)
+    held: dict[str, npt.NDArray[np.int64]]
+    #: epoch seconds: expected start (when enough of the pods it waits for will have finished),
+    #: when it was made, when it is dropped if the gang still does not fit
+    start: float
+    made: float
+    expires: float
+    #: running pods it waits for
+    waiting_for: int
+    timer: asyncio.TimerHandle | None = None
+    #: recent backfill decisions into it (newest last)
+    backfills: list[Backfill] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted(self.held)
 
     def cancel(self) -> None:
         if self.timer is not None:
@@ -98,6 +151,15 @@ class Gang:
     preempting: Preempting | None = None
     #: the higher-priority gang whose preemption evicts this gang's members (a victim), if any
     preempted_by: str | None = None
+    #: capacity held for the gang until running pods finish; None when it holds none
+    reservation: Reservation | None = None
+    #: epoch seconds before which no new reservation is made for it (one expired), and why
+    reserve_after: float = 0.0
+    reservation_expired: str | None = None
+    #: why the gang's last failed cycle made no reservation (for /debug and explain)
+    reservation_refused: str | None = None
+    #: a planned refusal: (node-set version, reservation-book version, no new plan before)
+    reservation_memo: tuple[int, int, float] | None = None
 
     @property
     def priority(self) -> int:

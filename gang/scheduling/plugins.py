@@ -116,6 +116,8 @@ class MinResources:
 
     index: ResourceIndex
     name: str = "MinResources"
+    #: a rejection is about free capacity: running pods finishing may cure it (reservation)
+    about_capacity: bool = True
 
     def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
         if gang.podgroup is None or not gang.podgroup.min_resources:

@@ -31,9 +31,8 @@ for the preemptor) and the binding side evicts (``gang.binding.evictor``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -41,10 +40,9 @@ import numpy.typing as npt
 
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placement, Placer
+from gang.scheduling.trials import Trials
 from gang.state.cache import ClusterCache, PodRecord, PodState, Snapshot
-from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
-from gang.state.podrules import NO_RULES
 
 Key = tuple[str, str]
 #: a victim gang: (namespace, PodGroup name) or, for a pod without a group, (namespace, "/pod")
@@ -178,7 +176,6 @@ class Planner:
     def __init__(self, request: Request, max_trials: int) -> None:
         self.r = request
         self.max_trials = max_trials
-        self.trials = 0
         self.priority = request.gang.priority
 
     # --- the decision ---------------------------------------------------------------------
@@ -192,20 +189,17 @@ class Planner:
             return NOT_ELIGIBLE
         if not any(priority < self.priority for priority in r.cache.priorities):
             return None  # nobody lower: the common case, answered without a scan
-        self.base = r.snapshot()
-        self.width = self.base.free.shape[1]
+        self.t = Trials(r.snapshot(), r.pods, r.need, r.anchors, r.placer, r.cache.index)
+        self.width = self.t.width
         self.index = r.cache.index
-        self.vectors: dict[Key, npt.NDArray[np.int64]] = {}
-        self.templates = self._templates()
-        self.rules_matter = self._rules_matter()
         leaving = [
             rec
             for rec in r.cache.pods.values()
             if rec.state is PodState.BOUND and rec.info is not None and self._leaving(rec.info)
         ]
-        free = self.base.free.copy()
+        free = self.t.unheld
         self._add(free, leaving, +1)
-        if self._bound_ok(free) and self._trial(free, leaving) is not None:
+        if self.t.bound_ok(free) and self._trial(free, leaving) is not None:
             return (
                 f"preemption: not needed, waiting for {len(leaving)} terminating pod(s) "
                 "to free their nodes"
@@ -234,7 +228,7 @@ class Planner:
             records = [rec for u in allowed if u.whole for rec in u.records]
             trial = free.copy()
             self._add(trial, records, +1)
-            if self._bound_ok(trial) and self._trial(trial, leaving + records) is not None:
+            if self.t.bound_ok(trial) and self._trial(trial, leaving + records) is not None:
                 return allowed
         return None
 
@@ -273,7 +267,7 @@ class Planner:
 
         def price(row: int) -> None:
             version[row] = version.get(row, 0) + 1
-            now = self._slots(current[row], row)
+            now = self.t.slots(current[row], row)
             room = current[row].copy()
             cost, newest = 0.0, 0.0
             for unit in on_row.get(row, ()):
@@ -284,7 +278,7 @@ class Planner:
                         room += self.index.fit(rec.vector)[: self.width]
                 cost += unit.price
                 newest = max(newest, -unit.cost[-1])
-                gained = self._slots(room, row) - now
+                gained = self.t.slots(room, row) - now
                 if gained >= 1:
                     heapq.heappush(heap, (cost / gained, -newest, row, version[row]))
                     return
@@ -296,10 +290,10 @@ class Planner:
             _, _, row, seen = heapq.heappop(heap)
             if version.get(row) != seen:
                 continue
-            now = self._slots(current[row], row)
+            now = self.t.slots(current[row], row)
             touched: set[int] = set()
             for unit in list(on_row.get(row, ())):
-                if self._slots(current[row], row) > now:
+                if self.t.slots(current[row], row) > now:
                     break
                 if not eligible(unit):
                     continue
@@ -315,7 +309,7 @@ class Planner:
                 touched |= gang_rows[unit.gang]
             for changed in touched:
                 price(changed)
-            if len(chosen) < next_trial or not self._bound_ok(current):
+            if len(chosen) < next_trial or not self.t.bound_ok(current):
                 continue
             units = list(chosen.values())
             placement = self._trial(current, leaving + _records(units))
@@ -329,16 +323,6 @@ class Planner:
         assert placement is not None  # _ceiling found exactly this set to fit
         return everything, placement
 
-    def _slots(self, room: npt.NDArray[np.int64], row: int) -> int:
-        """How many members of the gang's main shape fit in ``room`` on node ``row``."""
-        mask, vec, _ = self.templates[0]
-        if not mask[row]:
-            return 0
-        positive = vec > 0
-        if not positive.any():
-            return self.r.need
-        return max(0, int(np.min(room[positive] // vec[positive])))
-
     def _reprieve(
         self,
         chosen: list[_Unit],
@@ -348,12 +332,12 @@ class Planner:
     ) -> tuple[list[_Unit], Placement]:
         """Give back every chosen unit the gang can do without, most expensive first."""
         for unit in sorted(chosen, key=lambda u: u.cost, reverse=True):
-            if self.trials >= self.max_trials:
+            if self.t.count >= self.max_trials:
                 break
             rest = [u for u in chosen if u is not unit]
             trial = free.copy()
             self._add(trial, _records(rest), +1)
-            if not self._bound_ok(trial):
+            if not self.t.bound_ok(trial):
                 continue
             found = self._trial(trial, leaving + _records(rest))
             if found is not None:
@@ -385,7 +369,7 @@ class Planner:
                 )
             )
         victims.sort(key=lambda v: (-v.priority, v.namespace, v.group))
-        return Plan(dict(placement.assignments), tuple(victims), frozenset(past), self.trials)
+        return Plan(dict(placement.assignments), tuple(victims), frozenset(past), self.t.count)
 
     # --- candidates -----------------------------------------------------------------------
 
@@ -407,7 +391,7 @@ class Planner:
             key = victim_key(info)
             groups.setdefault(key, _VictimGroup()).records.append(rec)
         self._groups = groups
-        useful = self._useful_rows()
+        useful = self.t.useful_rows()
         units: list[_Unit] = []
         budgets = r.cache.budgets
         for key, group in groups.items():
@@ -457,78 +441,16 @@ class Planner:
 
     # --- trials ---------------------------------------------------------------------------
 
-    def _templates(self) -> list[tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], int]]:
-        """Per distinct member shape among the needed ones: the rows its static filters allow,
-        its request vector and how many such members must place."""
-        r = self.r
-        found: dict[tuple[Any, bytes], list[Any]] = {}
-        for pod in r.pods:
-            vec = self.index.fit(self.index.vector(pod.requests))[: self.width]
-            self.vectors[pod.key] = vec
-            key = (pod.constraints, vec.tobytes())
-            entry = found.get(key)
-            if entry is None:
-                mask = r.placer.static(self.base, pod.constraints).mask
-                found[key] = [mask, vec, 1]
-            else:
-                entry[2] += 1
-        return [(m, v, n) for m, v, n in found.values()]
-
-    def _useful_rows(self) -> npt.NDArray[np.bool_]:
-        useful = np.zeros(len(self.base.names), dtype=np.bool_)
-        for mask, _, _ in self.templates:
-            useful |= mask
-        return useful
-
-    def _bound_ok(self, free: npt.NDArray[np.int64]) -> bool:
-        """A necessary condition for placing ``need`` members: enough free slots per shape."""
-        slots = 0
-        for mask, vec, count in self.templates:
-            positive = vec > 0
-            if not positive.any():
-                slots += count
-                continue
-            rows = free[mask][:, positive]
-            if len(rows):
-                per_node = np.min(rows // vec[positive], axis=1)
-                slots += min(count, int(np.clip(per_node, 0, None).sum()))
-        return slots >= self.r.need
-
     def _trial(
         self, free: npt.NDArray[np.int64], removed: list[PodRecord], counted: bool = True
     ) -> Placement | None:
-        """Place the gang on the snapshot with ``removed`` gone."""
-        if counted:
-            self.trials += 1
-        base = self.base
-        ports = dict(base.used_ports)
-        for rec in removed:
-            if rec.host_ports and rec.node in ports:
-                counter = ports[rec.node].copy()
-                counter.subtract(rec.host_ports)
-                ports[rec.node] = +counter
-        snap = replace(base, free=free.copy(), used_ports=ports)
-        with _without(base.pods, removed, self.rules_matter):
-            result = self.r.placer.place(snap, self.r.pods, self.r.need, self.r.anchors)
-        return result if isinstance(result, Placement) else None
-
-    def _rules_matter(self) -> bool:
-        """Whether placement may look at other pods (else the index need not change)."""
-        base = self.base
-        return (
-            base.pods.has_terms()
-            or any(p.rules is not NO_RULES for p in self.r.pods)
-            or bool(base.selecting.services or base.selecting.controllers)
-        )
+        return self.t.place(free, removed, counted)
 
     def _row(self, rec: PodRecord) -> int | None:
         return self.r.cache.row_of(rec.node)
 
     def _add(self, free: npt.NDArray[np.int64], records: Sequence[PodRecord], sign: int) -> None:
-        for rec in records:
-            row = self._row(rec)
-            if row is not None:
-                free[row] += sign * self.index.fit(rec.vector)[: self.width]
+        self.t.add(free, records, sign, self.r.cache.row_of)
 
 
 def _rows(rows: Sequence[int | None]) -> tuple[int, ...]:
@@ -545,19 +467,3 @@ def _records(units: Sequence[_Unit]) -> list[PodRecord]:
 
 def _infos(records: Sequence[PodRecord]) -> list[PodInfo]:
     return [rec.info for rec in records if rec.info is not None]
-
-
-@contextmanager
-def _without(index: PodIndex, records: Sequence[PodRecord], active: bool) -> Iterator[None]:
-    """The pod index without ``records`` for the duration (synchronous: nothing else runs)."""
-    removed: list[tuple[PodInfo, str]] = []
-    if active:
-        for rec in records:
-            if rec.info is not None and rec.key in index.pods:
-                removed.append((rec.info, rec.node))
-                index.remove(rec.key)
-    try:
-        yield
-    finally:
-        for info, node in removed:
-            index.add(info, node)

@@ -28,6 +28,7 @@ from gang.queue.gangqueue import GangQueue
 from gang.scheduling.framework import PluginError, QueueSortPlugin, StaticFilterPlugin, call
 from gang.scheduling.gang import Gang, GangKey, gang_key_of
 from gang.scheduling.plugins import PrioritySort, default_filters
+from gang.scheduling.reservation import ReservationBook
 from gang.state.cache import ClusterCache
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
@@ -80,9 +81,13 @@ class ClusterState:
         self.gangs: dict[GangKey, Gang] = {}
         #: gangs holding capacity nominated by a preemption (see ``Gang.nominated``)
         self.nominating: set[GangKey] = set()
+        #: capacity held for gangs that fit the cluster but not now (limits set by the cycle)
+        self.reservations = ReservationBook()
         self.podgroups: dict[Key, PodGroupInfo] = {}
         self._gang_of: dict[Key, GangKey] = {}
         self._unparsable: dict[Key, str] = {}
+        #: pods whose malformed hint (e.g. the expected run time) was reported, and the error
+        self._hints_reported: dict[Key, str] = {}
         self.pods = _Handler(self._upsert_pod, self._delete_pod)
         self.nodes = _Handler(self._upsert_node, self._delete_node)
         self.groups = _Handler(self._upsert_podgroup, self._delete_podgroup)
@@ -157,6 +162,8 @@ class ClusterState:
             gang = self.gangs[key] = Gang(key, podgroup, scheduler_name=info.scheduler_name)
         gang.members[info.key] = info
         self._gang_of[info.key] = key
+        if info.declared_run_error and not info.assigned:
+            self._report_hint(info)
         if info.assigned:
             gang.bound_seen(info.key)
         if info.deleting and info.key in gang.reserved:
@@ -166,6 +173,15 @@ class ClusterState:
         if gang.is_pending(info):  # a member to place (others' updates need no new cycle)
             self.enqueue(gang)
         self.reporter.gang_changed(gang)
+
+    def _report_hint(self, info: PodInfo) -> None:
+        """A malformed scheduling hint is ignored, and said once per pod (not per update)."""
+        if self._hints_reported.get(info.key) == info.declared_run_error:
+            return
+        self._hints_reported[info.key] = info.declared_run_error
+        self.reporter.pod_event(
+            info.key, info.uid, "Warning", "InvalidAnnotation", info.declared_run_error
+        )
 
     def _reject_pod(self, raw: Obj, why: str) -> None:
         meta = raw.get("metadata") or {}
@@ -182,6 +198,7 @@ class ClusterState:
 
     def _delete_pod(self, key: Key, raw: Obj | None) -> None:
         self._unparsable.pop(key, None)
+        self._hints_reported.pop(key, None)
         record = self.cache.remove_pod(key)
         if record is not None:
             self.queue.activate_unschedulable()
@@ -240,6 +257,8 @@ class ClusterState:
             self._unreserve_member(gang, pod)
         self.drop_placeholders(gang)
         self.drop_nominations(gang)
+        if self.reservations.drop(gang) is not None:
+            self.queue.activate_unschedulable()
         self.gangs.pop(gang.key, None)
         self.queue.remove(gang.key)
 

@@ -101,6 +101,11 @@ class Snapshot:
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
     #: Services' and controllers' selectors (default spreading); live like ``pods``
     selecting: SelectorCatalog = field(default_factory=SelectorCatalog)
+    #: reservations: ``free`` as it was before the holds of other gangs' reservations were
+    #: taken off it, and those holds (``free == max(unheld - held, 0)``); None when nothing is
+    #: held against the cycle's gang (see gang.scheduling.reservation)
+    unheld: npt.NDArray[np.int64] | None = None
+    held: npt.NDArray[np.int64] | None = None
 
 
 class ClusterCache:

@@ -36,6 +36,7 @@ from gang.state.podrules import (
 )
 
 __all__ = [
+    "EXPECTED_RUN_ANNOTATION",
     "NODE_SELECTOR_OPERATORS",
     "NO_CONSTRAINTS",
     "POD_GROUP_LABEL",
@@ -56,6 +57,9 @@ POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 #: the pod condition a scheduler writes before it evicts a pod to make room (kube-scheduler's)
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_REASON: Final = "PreemptionByScheduler"
+#: a pod's expected run time in seconds, declared by its owner: reservations estimate when its
+#: node frees up from it, and a gang whose every member declares one may backfill
+EXPECTED_RUN_ANNOTATION: Final = "gang.scheduling/expected-run-seconds"
 QOS_RANK: Final[Mapping[str, int]] = {"Guaranteed": 2, "Burstable": 1, "BestEffort": 0}
 
 NODE_SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -183,6 +187,11 @@ class PodInfo:
     #: a scheduler has committed to preempting the pod: its ``DisruptionTarget`` condition is
     #: True with reason :data:`PREEMPTION_REASON` (the intent survives a scheduler restart)
     preemption_marked: bool = False
+    #: how long the pod is expected to run, in seconds: :data:`EXPECTED_RUN_ANNOTATION` or
+    #: ``spec.activeDeadlineSeconds``, the smaller when both are set; None when neither is
+    declared_run: float | None = None
+    #: why :data:`EXPECTED_RUN_ANNOTATION` was ignored ("" when it was not)
+    declared_run_error: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -691,6 +700,28 @@ def _preemption_marked(status: Mapping[str, Any]) -> bool:
     )
 
 
+def _declared_run(annotations: Any, spec: Mapping[str, Any]) -> tuple[float | None, str]:
+    """The declared run time and, for a malformed annotation, why it was ignored (a hint must
+    not make a pod unschedulable; the scheduler reports it instead)."""
+    deadline = spec.get("activeDeadlineSeconds")
+    declared: float | None = None
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
+        declared = float(deadline)
+    text = annotations.get(EXPECTED_RUN_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if text is None:
+        return declared, ""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not (0 < value < 10**9):  # (NaN fails too)
+        return declared, (
+            f"metadata.annotations[{EXPECTED_RUN_ANNOTATION}]: expected a positive number of "
+            f"seconds, got {_show(text)}; ignored"
+        )
+    return (value if declared is None else min(value, declared)), ""
+
+
 def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     """Read one pod as the apiserver serialises it; raise :class:`PodParseError` if malformed.
 
@@ -724,6 +755,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         raise PodParseError(f"status.qosClass: unknown QoS class {_show(qos_class)}")
 
     created = _timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
+    declared, declared_error = _declared_run(metadata.get("annotations"), spec)
     return PodInfo(
         uid=_str(metadata.get("uid"), "metadata.uid"),
         namespace=namespace,
@@ -746,4 +778,6 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         preempt_never=spec.get("preemptionPolicy") == "Never",
         start_time=_timestamp(status.get("startTime"), "status.startTime") or created,
         preemption_marked=_preemption_marked(status),
+        declared_run=declared,
+        declared_run_error=declared_error,
     )

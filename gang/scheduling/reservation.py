@@ -1,0 +1,427 @@
+"""Reservation and backfill: a big gang that fits the cluster but not now is never starved.
+
+Why this exists: on a busy cluster a gang of 16 whole nodes waits for 16 nodes to drain at once,
+while every GPU that frees up goes to the next small gang that fits in it — the big gang waits
+for ever (with Coscheduling too). A reservation breaks that: when a gang does not fit now but
+would once running pods finish, the nodes that will be free for it soonest are *held* for it.
+Nothing new goes onto held capacity except *backfill*: a gang whose declared run time ends before
+the reservation is expected to start. Gangs that fit on unheld capacity keep flowing.
+
+The guarantee: a gang that fits the empty cluster and is at the head of the queue is bound as
+soon as the pods on its reserved nodes have finished (or its reservation expires), whatever
+arrives behind it.
+
+How the nodes are chosen (:class:`ReservationPlanner`, pure, on the snapshot): running pods are
+ordered by expected end — from their declared run time (the ``gang.scheduling/expected-run-seconds``
+annotation or ``activeDeadlineSeconds``), else "as long again as it has run so far, at least a
+minute" — then by priority. The shortest prefix of that order whose finishing lets the gang
+place is found by binary search, first on a resource-only bound, then with the real placement
+(every placement rule holds). The nodes that placement used are held, each for the requests of
+the members planned on it; the expected start is when the last pod the gang must wait for on
+them ends.
+
+Bounds (:class:`ReservationBook`): reservations are made in queue order, at most
+``max_reservations`` at a time over at most ``reservation_max_share`` of the nodes (a gang ahead
+in the queue takes the place of the last one behind it); none for a gang that would not fit the
+empty cluster (an impossible gang blocks nobody); a reservation that has not become placeable
+within ``max_reservation_seconds`` is dropped and not renewed for as long again, so nothing
+blocks for ever. A hold applies only to gangs *behind* the reserving gang in the queue: a
+higher-priority arrival sorts ahead and goes first, and gang-aware preemption is tried before
+any reservation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.scheduling.gang import Backfill, Gang, GangKey, Reservation
+from gang.scheduling.histogram import FULL_GANG_BUCKETS, DurationHistogram
+from gang.scheduling.trials import Free, Trials
+from gang.state.cache import ClusterCache, PodRecord, PodState, Snapshot
+from gang.state.podinfo import PodInfo
+
+#: the least a pod that declares no run time is expected to run on (a pod that started a
+#: moment ago is not about to finish just because its age is small)
+UNDECLARED_FLOOR_SECONDS: Final = 60.0
+#: placements one reservation decision may run (each binary-search step is one)
+MAX_TRIALS: Final = 24
+#: backfill decisions kept per reservation for /debug
+BACKFILLS_KEPT: Final = 16
+
+
+# --- estimates ----------------------------------------------------------------------------------
+
+
+def expected_end(pod: PodInfo, now: float) -> float:
+    """When a bound pod is expected to finish (epoch seconds, never before ``now``).
+
+    A pod being deleted or preempted goes now; one not running yet starts now. Declared run
+    time counts from the start; without one, a pod is expected to run as long again as it has
+    run so far (the median of an unknown lifetime, the same estimate for everyone), at least
+    :data:`UNDECLARED_FLOOR_SECONDS`."""
+    if pod.deleting or pod.preemption_marked:
+        return now
+    started = pod.start_time if pod.phase == "Running" and pod.start_time else now
+    if pod.declared_run is not None:
+        return max(now, started + pod.declared_run)
+    return now + max(now - started, UNDECLARED_FLOOR_SECONDS)
+
+
+def declared_run(pods: Iterable[PodInfo]) -> float | None:
+    """A gang's declared run time: the longest of its members', None if any declares none."""
+    longest = 0.0
+    for pod in pods:
+        if pod.declared_run is None:
+            return None
+        longest = max(longest, pod.declared_run)
+    return longest or None
+
+
+def ready_time(
+    room: Free, need: Free, pods: Sequence[tuple[float, Free]], now: float
+) -> tuple[float, int] | None:
+    """When ``need`` fits in ``room`` on one node as its ``pods`` (expected end, requests; in
+    order of end) finish: the moment and how many must finish; None if never."""
+    room = room.copy()
+    when, waited = now, 0
+    for end, vector in pods:
+        if bool(np.all(room >= need)):
+            return when, waited
+        room += vector
+        when, waited = max(when, end), waited + 1
+    return (when, waited) if bool(np.all(room >= need)) else None
+
+
+# --- the decision -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReservePlan:
+    """Where to hold capacity for a gang, and when it is expected to place."""
+
+    #: node → the capacity held there
+    held: dict[str, Free]
+    start: float
+    waiting_for: int
+    trials: int
+
+
+class NoReservation(NamedTuple):
+    why: str
+    #: the gang does not fit the cluster even if it were empty (not a matter of time)
+    never: bool = False
+
+
+NEVER_FITS: Final = "the gang does not fit this cluster even with every node empty"
+
+
+class ReservationPlanner:
+    """One reservation decision for a gang that did not place (state lives for one call)."""
+
+    def __init__(
+        self,
+        trials: Trials,
+        cache: ClusterCache,
+        own: Mapping[tuple[str, str], PodInfo],
+        now: float,
+        max_trials: int = MAX_TRIALS,
+    ) -> None:
+        self.t = trials
+        self.cache = cache
+        self.own = own
+        self.now = now
+        self.max_trials = max_trials
+
+    def plan(self) -> ReservePlan | NoReservation:
+        t = self.t
+        if not t.fits_empty():
+            return NoReservation(NEVER_FITS, never=True)
+        records, ends = self._running()
+        count = len(records)
+        rows = np.fromiter((self._row(rec) for rec in records), dtype=np.int64, count=count)
+        vectors = (
+            np.stack([t.vector(rec) for rec in records])
+            if records
+            else np.zeros((0, t.width), dtype=np.int64)
+        )
+        base = t.unheld
+
+        def free_after(k: int) -> Free:
+            free = base.copy()
+            np.add.at(free, rows[:k], vectors[:k])
+            return free
+
+        if not t.bound_ok(free_after(count)):
+            return NoReservation(
+                "it would not fit even once every running pod has finished: the rest is held "
+                "by other gangs (reservations ahead of it, Permit waits, nominations)"
+            )
+        low, high = 0, count  # the shortest prefix passing the resource-only bound
+        while low < high:
+            mid = (low + high) // 2
+            if t.bound_ok(free_after(mid)):
+                high = mid
+            else:
+                low = mid + 1
+        found = self._search(low, count, free_after, records)
+        if found is None:
+            return NoReservation(
+                f"no placement found within {self.max_trials} trials once running pods finish"
+            )
+        k, assignments = found
+        held: dict[str, Free] = {}
+        for key, node in assignments.items():
+            vec = t.vectors[key]
+            held[node] = held[node] + vec if node in held else vec.copy()
+        start, waiting = self._wait(held, base, records[:k], ends[:k], vectors[:k])
+        return ReservePlan(held, start, waiting, t.count)
+
+    def _search(
+        self, low: int, count: int, free_after: Any, records: list[PodRecord]
+    ) -> tuple[int, dict[tuple[str, str], str]] | None:
+        """The shortest prefix (from ``low``) whose finishing lets the gang place: galloping,
+        then binary search between the last failure and the first success."""
+        t = self.t
+        failed, probe, step = low - 1, low, 1
+        success: tuple[int, dict[tuple[str, str], str]] | None = None
+        while t.count < self.max_trials:
+            placement = t.place(free_after(probe), records[:probe])
+            if placement is not None:
+                success = (probe, placement.assignments)
+                break
+            failed = probe
+            if probe >= count:
+                return None
+            probe, step = min(count, probe + step), step * 2
+        if success is None:
+            return None
+        low, high = failed + 1, success[0]
+        while low < high and t.count < self.max_trials:
+            mid = (low + high) // 2
+            placement = t.place(free_after(mid), records[:mid])
+            if placement is not None:
+                high, success = mid, (mid, placement.assignments)
+            else:
+                low = mid + 1
+        return success
+
+    def _running(self) -> tuple[list[PodRecord], list[float]]:
+        """Bound pods that will finish, in order of expected end, then lowest priority. Pods
+        assumed by other gangs (in Permit, nominated) are not waited for: they have yet to run."""
+        found: list[tuple[float, int, PodRecord]] = []
+        for rec in self.cache.pods.values():
+            info = rec.info
+            if (
+                rec.state is not PodState.BOUND
+                or info is None
+                or info.key in self.own
+                or self._row(rec) < 0
+            ):
+                continue
+            found.append((expected_end(info, self.now), info.priority, rec))
+        found.sort(key=lambda f: (f[0], f[1]))
+        return [f[2] for f in found], [f[0] for f in found]
+
+    def _wait(
+        self,
+        held: Mapping[str, Free],
+        base: Free,
+        records: Sequence[PodRecord],
+        ends: Sequence[float],
+        vectors: npt.NDArray[np.int64],
+    ) -> tuple[float, int]:
+        """The expected start (the last pod to wait for on the held nodes) and how many pods
+        the gang waits for there, counting only those each node needs to finish."""
+        on_node: dict[str, list[tuple[float, Free]]] = {}
+        for rec, end, vec in zip(records, ends, vectors, strict=True):
+            if rec.node in held:
+                on_node.setdefault(rec.node, []).append((end, vec))
+        start, waiting = self.now, 0
+        holds = self.t.base.held
+        for node, need in held.items():
+            row = self._row_of(node)
+            room = base[row] if holds is None else base[row] - holds[row]
+            found = ready_time(room, need, on_node.get(node, []), self.now)
+            when, count = found if found is not None else (max(ends, default=self.now), 0)
+            start, waiting = max(start, when), waiting + count
+        return start, waiting
+
+    def _row(self, rec: PodRecord) -> int:
+        return self._row_of(rec.node)
+
+    def _row_of(self, node: str) -> int:
+        row = self.cache.row_of(node)
+        return -1 if row is None else row
+
+
+# --- the book of reservations -------------------------------------------------------------------
+
+
+class ReservationBook:
+    """The reservations in force, their bounds, and what they hold against whom."""
+
+    def __init__(self, limit: int = 4, share: float = 0.5) -> None:
+        self.limit = limit
+        self.share = share
+        #: gang → its reservation (see ``Reservation``'s invariant)
+        self.by_gang: dict[GangKey, Reservation] = {}
+        #: counters for /metrics
+        self.made = 0
+        self.expired = 0
+        self.yielded = 0
+        self.backfills = 0
+        #: seconds from a reservation being made to its gang placing
+        self.waits = DurationHistogram(FULL_GANG_BUCKETS)
+        #: bumped whenever a reservation is made or dropped (a refusal judged before is stale)
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self.by_gang)
+
+    def held_nodes(self, besides: GangKey | None = None) -> set[str]:
+        return {n for key, r in self.by_gang.items() if key != besides for n in r.held}
+
+    def against(
+        self, gang: Gang, sort_key: tuple[object, ...], run: float | None, now: float
+    ) -> tuple[list[Reservation], list[Reservation]]:
+        """The reservations ahead of ``gang`` in the queue: those that hold against it, and
+        those it may backfill (its declared run time ends before they are expected to start)."""
+        holding: list[Reservation] = []
+        backfill: list[Reservation] = []
+        for key, res in self.by_gang.items():
+            if key == gang.key or not sorts_before(res.sort_key, sort_key):
+                continue
+            if run is not None and now + run <= res.start:
+                backfill.append(res)
+            else:
+                holding.append(res)
+        return holding, backfill
+
+    def room_for(self, sort_key: tuple[object, ...], total_nodes: int) -> str | None:
+        """Before planning: None if a reservation could be admitted (possibly in place of ones
+        behind it), else why not."""
+        behind = [r for r in self.by_gang.values() if sorts_before(sort_key, r.sort_key)]
+        if len(self.by_gang) - len(behind) >= self.limit:
+            return f"{self.limit} reservation(s) ahead of it in the queue already (the limit)"
+        held = len({n for r in self.by_gang.values() if r not in behind for n in r.held})
+        if held >= self.share * total_nodes:
+            return (
+                f"reservations ahead of it hold {held} of {total_nodes} nodes already "
+                f"(the limit is {self.share:.0%})"
+            )
+        return None
+
+    def admit(
+        self, gang: GangKey, sort_key: tuple[object, ...], nodes: set[str], total_nodes: int
+    ) -> list[Reservation] | str:
+        """Whether a reservation of ``nodes`` may be made: the reservations behind it that must
+        give way (last in queue order first), or why not."""
+        if len(nodes) > self.share * total_nodes:
+            return (
+                f"it needs {len(nodes)} of {total_nodes} nodes held, more than the "
+                f"{self.share:.0%} reservations may hold"
+            )
+        others = sorted(
+            (r for k, r in self.by_gang.items() if k != gang),
+            key=lambda r: r.sort_key,
+        )
+        yielding: list[Reservation] = []
+        while others:
+            held = {n for r in others for n in r.held} | nodes
+            if len(others) < self.limit and len(held) <= self.share * total_nodes:
+                return yielding
+            last = others[-1]
+            if not sorts_before(sort_key, last.sort_key):
+                return (
+                    f"{len(others)} reservation(s) ahead of it hold {len(held - nodes)} node(s); "
+                    f"limits: {self.limit} reservations, {self.share:.0%} of the nodes"
+                )
+            yielding.append(others.pop())
+        return yielding
+
+    def add(self, gang: Gang, reservation: Reservation) -> None:
+        self.drop(gang)
+        self.by_gang[gang.key] = reservation
+        gang.reservation = reservation
+        self.made += 1
+        self.version += 1
+
+    def drop(self, gang: Gang) -> Reservation | None:
+        reservation = self.by_gang.pop(gang.key, None)
+        if reservation is not None:
+            reservation.cancel()
+            self.version += 1
+        gang.reservation = None
+        return reservation
+
+    def backfilled(
+        self,
+        reservations: Sequence[Reservation],
+        who: str,
+        nodes: Iterable[str],
+        run: float,
+        now: float,
+    ) -> list[Reservation]:
+        """Record a placement of gang ``who`` on ``nodes``: the reservations it backfilled."""
+        placed = set(nodes)
+        into = [r for r in reservations if placed & set(r.held)]
+        for res in into:
+            res.backfills.append(
+                Backfill(who, len(placed & set(res.held)), run, now, now + run, res.start)
+            )
+            del res.backfills[:-BACKFILLS_KEPT]
+        if into:
+            self.backfills += 1
+        return into
+
+
+def refreshed_start(
+    reservation: Reservation, cache: ClusterCache, now: float
+) -> tuple[float, int] | None:
+    """The reservation's expected start and pods waited for, from the pods on its nodes now;
+    None if a node is gone or could no longer hold its share once its pods finish."""
+    width = cache.allocatable.shape[1]
+    start, waiting = now, 0
+    for node, held in reservation.held.items():
+        row = cache.row_of(node)
+        if row is None:
+            return None
+        pods = sorted(
+            (
+                (expected_end(rec.info, now), cache.index.fit(rec.vector)[:width])
+                for rec in cache.pods_on(node)
+                if rec.state is PodState.BOUND and rec.info is not None
+            ),
+            key=lambda p: p[0],
+        )
+        room = cache.allocatable[row] - cache.requested[row]
+        found = ready_time(room, cache.index.fit(held)[:width], pods, now)
+        if found is None:
+            return None
+        start, waiting = max(start, found[0]), waiting + found[1]
+    return start, waiting
+
+
+def apply_holds(snap: Snapshot, holding: Sequence[Reservation], cache: ClusterCache) -> Snapshot:
+    """``snap`` with the capacity ``holding`` reserves taken off its free (never below zero);
+    the free before and the holds are kept for trial placements."""
+    if not holding:
+        return snap
+    width = snap.free.shape[1]
+    held = np.zeros_like(snap.free)
+    for res in holding:
+        for node, vec in res.held.items():
+            row = cache.row_of(node)
+            if row is not None:
+                held[row] += cache.index.fit(vec)[:width]
+    return replace(snap, free=np.maximum(snap.free - held, 0), unheld=snap.free, held=held)
+
+
+def sorts_before(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """Queue order: ``a`` sorts strictly before ``b``."""
+    return a < b

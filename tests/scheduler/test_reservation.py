@@ -1,0 +1,353 @@
+"""Reservation and backfill over HTTP: a big gang is never starved by a stream of small ones.
+
+Every test runs the real scheduler against the simulator with its kubelet stand-in: pods start,
+run for their ``gang.sim/run-seconds`` and finish, which is what frees capacity. Pods declare
+their expected run time to the scheduler with ``gang.scheduling/expected-run-seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from gang.scheduling.gang import GangKey
+from gang.sim.cluster import SimCluster
+from gang.sim.kubelet import RUN_SECONDS, KubeletConfig
+from gang.state.podinfo import EXPECTED_RUN_ANNOTATION
+from tests.scheduler.conftest import (
+    Api,
+    Env,
+    eventually,
+    gang_env,
+    gang_pod,
+    podgroup,
+    running_scheduler,
+)
+
+NS = "default"
+
+
+@asynccontextmanager
+async def cluster(nodes: str, **config: Any) -> AsyncIterator[Env]:
+    kubelet = KubeletConfig(start_delay=0.05, termination_delay=0.05)
+    async with gang_env(nodes, cluster_options={"kubelet": kubelet}, **config) as env:
+        yield env
+
+
+def timed_pod(
+    name: str,
+    group: str | None,
+    gpu: int,
+    run: float | None,
+    declared: float | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A pod that runs ``run`` seconds (None: until deleted) and declares ``declared`` (by
+    default what it runs)."""
+    pod = gang_pod(name, group, gpu=gpu, cpu="100m", memory="128Mi", **extra)
+    annotations: dict[str, str] = {}
+    if run is not None:
+        annotations[RUN_SECONDS] = str(run)
+    if declared is None:
+        declared = run
+    if declared is not None:
+        annotations[EXPECTED_RUN_ANNOTATION] = str(declared)
+    pod["metadata"]["annotations"] = annotations
+    return pod
+
+
+async def gang_of(
+    env: Env, name: str, size: int, gpu: int, run: float | None, declared: float | None = None
+) -> list[str]:
+    await env.api.create_podgroup(podgroup(name, size, timeout=60))
+    names = [f"{name}-{i}" for i in range(size)]
+    await env.api.create_pods([timed_pod(p, name, gpu, run, declared) for p in names])
+    return names
+
+
+async def bound_all(env: Env, pods: list[str]) -> bool:
+    bound = await env.api.bound()
+    return all(p in bound for p in pods)
+
+
+async def stream(env: Env, count: int, every: float, run: float, prefix: str = "s") -> None:
+    """Small gangs (4 x 1 GPU) arriving every ``every`` seconds, each running ``run``."""
+    for i in range(count):
+        await gang_of(env, f"{prefix}{i:03d}", 4, 1, run)
+        await asyncio.sleep(every)
+
+
+async def fill(env: Env, gangs: int, first_end: float, spacing: float) -> None:
+    """Fill the cluster with small gangs (4 x 1 GPU) finishing one after another."""
+    for i in range(gangs):
+        await gang_of(env, f"f{i:03d}", 4, 1, first_end + i * spacing)
+    pods = [f"f{i:03d}-{j}" for i in range(gangs) for j in range(4)]
+    await eventually(lambda: bound_all(env, pods), within=15)
+
+
+def reservation_of(env: Env, name: str) -> Any:
+    gang = env.scheduler.state.gangs.get(GangKey(NS, name))
+    return gang.reservation if gang is not None else None
+
+
+async def test_big_gang_binds_once_its_reserved_nodes_drain_while_a_stream_flows() -> None:
+    """The issue's scenario at a quarter of the size: 8 nodes x 8 GPUs kept full by small gangs
+    (4 x 1 GPU; the oldest finishes and a new one arrives every 0.25 s); a gang of 4 x 8 GPUs
+    (half the cluster) created before the stream. It reserves the nodes that drain first and
+    binds once they have, while the stream keeps flowing elsewhere."""
+    async with cluster("8:gpu=8") as env:
+        await fill(env, 16, first_end=1.0, spacing=0.25)
+        big = await gang_of(env, "big", 4, 8, run=30)
+        feeder = asyncio.create_task(stream(env, 48, every=0.25, run=4.0))
+        try:
+
+            async def reserved() -> bool:
+                return reservation_of(env, "big") is not None
+
+            await eventually(reserved, within=5)
+            res = reservation_of(env, "big")
+            assert len(res.held) == 4 and res.start > time.time() - 1
+            held_nodes = set(res.held)
+            await eventually(lambda: bound_all(env, big), within=15)
+            bound = await env.api.bound()
+            assert {bound[p] for p in big} == held_nodes  # the nodes it reserved, drained
+            assert reservation_of(env, "big") is None
+            # the stream kept flowing while the big gang waited, elsewhere
+            streamed = [p for p in bound if p.startswith("s")]
+            assert len(streamed) >= 8
+            reasons = {e["reason"] for e in await env.api.events()}
+            assert "Reserved" in reasons
+        finally:
+            feeder.cancel()
+        await env.api.assert_not_overcommitted()
+        book = env.scheduler.state.reservations
+        assert book.made >= 1 and book.waits.observations >= 1
+
+
+async def test_without_reservations_the_stream_starves_the_big_gang() -> None:
+    """The same cluster with reservations off: every freed GPU goes to the next small gang."""
+    async with cluster("8:gpu=8", reservations=False) as env:
+        await fill(env, 16, first_end=1.0, spacing=0.25)
+        big = await gang_of(env, "big", 4, 8, run=30)
+        feeder = asyncio.create_task(stream(env, 48, every=0.15, run=4.0))
+        try:
+            await asyncio.sleep(8)
+            bound = await env.api.bound()
+            assert not any(p in bound for p in big)
+            assert reservation_of(env, "big") is None
+        finally:
+            feeder.cancel()
+
+
+async def test_the_reserved_condition_says_which_nodes_and_when() -> None:
+    async with cluster("4:gpu=8") as env:
+        for i in range(4):  # every node busy with one 8-GPU pod finishing at a different time
+            await gang_of(env, f"busy{i}", 1, 8, run=3 + 3 * i)
+        await eventually(lambda: bound_all(env, [f"busy{i}-0" for i in range(4)]))
+        big = await gang_of(env, "big", 2, 8, run=5)
+
+        async def condition() -> dict[str, Any] | None:
+            status = (await env.api.get_podgroup("big")).get("status") or {}
+            return next((c for c in status.get("conditions", []) if c["type"] == "Reserved"), None)
+
+        async def reserved() -> bool:
+            found = await condition()
+            return found is not None and found["status"] == "True"
+
+        await eventually(reserved)
+        found = await condition()
+        assert found is not None and found["reason"] == "CapacityReserved"
+        bound = await env.api.bound()
+        soonest = {bound["busy0-0"], bound["busy1-0"]}
+        assert set(reservation_of(env, "big").held) == soonest
+        for node in soonest:
+            assert node in found["message"]
+        assert "expected start" in found["message"]
+        report = await _debug(env)
+        entry = next(r for r in report if r["name"] == "big")
+        assert set(entry["reservation"]["nodes"]) == soonest
+        assert 0 < entry["reservation"]["starts_in_seconds"] <= 7
+        await eventually(lambda: bound_all(env, big), within=12)
+        assert {bound["busy0-0"], bound["busy1-0"]} == {(await env.api.bound())[p] for p in big}
+
+        async def condition_gone() -> bool:
+            return await condition() is None
+
+        await eventually(condition_gone)
+
+
+async def test_backfill_only_for_gangs_that_end_before_the_reservation_starts() -> None:
+    """n0 runs a 6-GPU pod and n1 an 8-GPU pod, both for 4 s; n2 and n3 run long pods. The big
+    gang (2 x 8 GPUs) reserves n0 and n1. The 2 GPUs free on n0 go to a gang declaring 1 s
+    (backfill), never to one declaring 60 s."""
+    async with cluster("4:gpu=8") as env:
+        api = env.api
+        layout = [("n0", 6, 4.0), ("n1", 8, 4.0), ("n2", 8, None), ("n3", 8, None)]
+        nodes = sorted(n["metadata"]["name"] for n in await api.raw_nodes())
+        await api.create_pods(
+            [
+                timed_pod(f"pre-{i}", None, gpu, run, scheduler="default-scheduler")
+                for i, (_, gpu, run) in enumerate(layout)
+            ]
+        )
+        for i, node in enumerate(nodes):
+            await api.bind(f"pre-{i}", node)
+
+        async def running() -> bool:
+            pods = await api.raw_pods()
+            return sum(p["status"].get("phase") == "Running" for p in pods) == 4
+
+        await eventually(running)
+        big = await gang_of(env, "big", 2, 8, run=5)
+
+        async def reserved() -> bool:
+            return reservation_of(env, "big") is not None
+
+        await eventually(reserved)
+        assert set(reservation_of(env, "big").held) == set(nodes[:2])
+        long = await gang_of(env, "long", 2, 1, run=60)
+        short = await gang_of(env, "short", 2, 1, run=1)
+        await eventually(lambda: bound_all(env, short), within=3)
+        bound = await api.bound()
+        assert {bound[p] for p in short} == {nodes[0]}
+        assert not any(p in bound for p in long)
+        backfills = reservation_of(env, "big").backfills
+        assert [b.gang for b in backfills] == [f"{NS}/short"]
+        assert "Backfilled" in {e["reason"] for e in await api.events()}
+        await eventually(lambda: bound_all(env, big), within=10)
+        bound = await api.bound()
+        assert {bound[p] for p in big} == set(nodes[:2])
+        assert not any(p in bound for p in long)  # still nowhere for it: n2, n3 are busy
+        await api.assert_not_overcommitted()
+
+
+async def test_an_impossible_gang_reserves_nothing_and_blocks_nobody() -> None:
+    """An impossible 900-pod gang created first, then 40 gangs that fit: all 40 bind."""
+    async with cluster("8:gpu=8") as env:
+        await gang_of(env, "huge", 900, 1, run=None)
+        names = [p for i in range(40) for p in await gang_of(env, f"ok{i:02d}", 1, 1, run=None)]
+        await eventually(lambda: bound_all(env, names), within=10)
+        assert reservation_of(env, "huge") is None
+        assert len(env.scheduler.state.reservations) == 0
+        bound = await env.api.bound()
+        assert not any(p.startswith("huge") for p in bound)
+
+
+async def test_a_reservation_expires_after_max_reservation_seconds() -> None:
+    """Pods that do not finish: the reservation is dropped after max_reservation_seconds, said
+    so, not renewed at once, and what it held goes to others."""
+    async with cluster("2:gpu=8", max_reservation_seconds=1.5) as env:
+        api = env.api
+        await gang_of(env, "a", 1, 6, run=None, declared=2)  # declares 2 s, runs for ever
+        await gang_of(env, "b", 1, 6, run=None, declared=2)
+        await eventually(lambda: bound_all(env, ["a-0", "b-0"]))
+        big = await gang_of(env, "big", 1, 8, run=None)
+
+        async def reserved() -> bool:
+            return reservation_of(env, "big") is not None
+
+        await eventually(reserved)
+        held = next(iter(reservation_of(env, "big").held))
+        # 2 GPUs are free on the held node, but held: a gang declaring 60 s waits
+        small = await gang_of(env, "small", 2, 1, run=None, declared=60)
+        await asyncio.sleep(0.5)
+        bound = await api.bound()
+        assert not any(bound.get(p) == held for p in small)
+
+        async def expired() -> bool:
+            return "ReservationExpired" in {e["reason"] for e in await api.events()}
+
+        await eventually(expired, within=5)
+        assert reservation_of(env, "big") is None
+        await eventually(lambda: bound_all(env, small))  # what it held is free again
+
+        async def said_expired() -> bool:
+            status = (await api.get_podgroup("big")).get("status") or {}
+            return any(
+                c["type"] == "Reserved"
+                and c["status"] == "False"
+                and c["reason"] == "ReservationExpired"
+                for c in status.get("conditions", [])
+            )
+
+        await eventually(said_expired)
+        await asyncio.sleep(0.5)
+        assert reservation_of(env, "big") is None  # not renewed at once
+        assert env.scheduler.state.reservations.expired == 1
+        bound = await api.bound()
+        assert not any(p in bound for p in big)
+
+
+async def test_a_higher_priority_arrival_goes_first_and_a_malformed_hint_is_reported() -> None:
+    async with cluster("4:gpu=8") as env:
+        api = env.api
+        from kubernetes_asyncio import client as k8s
+
+        async with env.cluster.api_client() as client:
+            await k8s.SchedulingV1Api(client).create_priority_class(
+                {"metadata": {"name": "high"}, "value": 1000}
+            )
+        for i in range(4):
+            await gang_of(env, f"busy{i}", 1, 8, run=2 + 2 * i)
+        await eventually(lambda: bound_all(env, [f"busy{i}-0" for i in range(4)]))
+        big = await gang_of(env, "big", 2, 8, run=None)
+
+        async def reserved() -> bool:
+            return reservation_of(env, "big") is not None
+
+        await eventually(reserved)
+        held = set(reservation_of(env, "big").held)
+        await api.create_podgroup(podgroup("urgent", 1, timeout=60))
+        pod = timed_pod("urgent-0", "urgent", 8, None, priority_class="high")
+        pod["metadata"]["annotations"][EXPECTED_RUN_ANNOTATION] = "soon"
+        await api.create_pods([pod])
+        await eventually(lambda: bound_all(env, ["urgent-0"]), within=6)
+        bound = await api.bound()
+        assert bound["urgent-0"] in held  # the first node to drain: held, but not against it
+        warnings = [e for e in await api.events() if e["reason"] == "InvalidAnnotation"]
+        assert warnings and EXPECTED_RUN_ANNOTATION in warnings[0]["message"]
+        assert not any(p in bound for p in big)
+
+
+async def test_reservations_are_rebuilt_in_queue_order_after_a_restart() -> None:
+    """Reservations live in memory: a new scheduler process makes the big gang's again (it is
+    first in the queue) before any small gang can take the draining nodes; a gang waiting for
+    members it has not created yet holds room for them (placeholders) in its reservation."""
+    kubelet = KubeletConfig(start_delay=0.05, termination_delay=0.05)
+    async with SimCluster("4:gpu=8", kubelet=kubelet) as sim, sim.api_client() as client:
+        api = Api(client)
+        async with running_scheduler(sim) as scheduler:
+            env = Env(sim, scheduler, api)
+            for i in range(4):
+                await gang_of(env, f"busy{i}", 1, 8, run=3 + 2 * i)
+            await eventually(lambda: bound_all(env, [f"busy{i}-0" for i in range(4)]))
+            # minMember 2, one member so far: the reservation holds room for both
+            await api.create_podgroup(podgroup("big", 2, timeout=60))
+            await api.create_pods([timed_pod("big-0", "big", 8, None)])
+
+            async def reserved() -> bool:
+                return reservation_of(env, "big") is not None
+
+            await eventually(reserved)
+            before = set(reservation_of(env, "big").held)
+            assert len(before) == 2
+        async with running_scheduler(sim) as scheduler:
+            env = Env(sim, scheduler, api)
+            await eventually(reserved)
+            assert set(reservation_of(env, "big").held) == before
+            await gang_of(env, "small", 1, 8, run=None)  # sorts after big: not on its nodes
+            await api.create_pods([timed_pod("big-1", "big", 8, None)])
+            await eventually(lambda: bound_all(env, ["big-0", "big-1"]), within=10)
+            bound = await api.bound()
+            assert {bound["big-0"], bound["big-1"]} == before
+            assert bound.get("small-0") not in before
+            await api.assert_not_overcommitted()
+
+
+async def _debug(env: Env) -> list[dict[str, Any]]:
+    from gang.app.server import gang_report
+
+    return gang_report(env.scheduler)

@@ -1,0 +1,277 @@
+"""Reservation as pure functions: run-time estimates, the node choice, and the book's bounds.
+
+The HTTP scenarios (tests/scheduler/test_reservation.py) show the whole flow with pods really
+finishing; these pin the arithmetic case by case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gang.models.settings import ScoreWeights
+from gang.scheduling.gang import Gang, GangKey, Reservation
+from gang.scheduling.placement import Placer
+from gang.scheduling.reservation import (
+    NEVER_FITS,
+    UNDECLARED_FLOOR_SECONDS,
+    NoReservation,
+    ReservationBook,
+    ReservationPlanner,
+    ReservePlan,
+    apply_holds,
+    declared_run,
+    expected_end,
+    ready_time,
+    refreshed_start,
+)
+from gang.scheduling.trials import Trials
+from gang.state.cache import ClusterCache
+from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, PodInfo, parse_pod
+
+NOW = 1_800_000_000.0  # epoch seconds
+START = "2027-01-15T08:00:00Z"  # == NOW
+
+
+def pod(
+    name: str,
+    gpus: int = 1,
+    node: str = "",
+    run: float | None = None,
+    deadline: int | None = None,
+    started: str = START,
+    phase: str | None = None,
+    group: str = "",
+) -> PodInfo:
+    spec: dict[str, Any] = {
+        "schedulerName": "gang-scheduler",
+        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": name}
+    if run is not None:
+        meta["annotations"] = {EXPECTED_RUN_ANNOTATION: str(run)}
+    if group:
+        meta["labels"] = {"scheduling.x-k8s.io/pod-group": group}
+    status = {"phase": phase or ("Running" if node else "Pending"), "startTime": started}
+    return parse_pod({"metadata": meta, "spec": spec, "status": status})
+
+
+def test_start_is_now() -> None:
+    assert pod("p", node="n", run=1).start_time == NOW
+
+
+# --- estimates -----------------------------------------------------------------------------------
+
+
+def test_declared_run_time_counts_from_the_start() -> None:
+    assert expected_end(pod("p", node="n", run=100), NOW + 30) == NOW + 100
+
+
+def test_active_deadline_is_a_declaration_and_the_smaller_wins() -> None:
+    assert pod("p", deadline=50).declared_run == 50
+    assert pod("p", run=80, deadline=50).declared_run == 50
+    assert pod("p", run=20, deadline=50).declared_run == 20
+
+
+def test_an_overdue_pod_is_expected_now() -> None:
+    assert expected_end(pod("p", node="n", run=10), NOW + 30) == NOW + 30
+
+
+def test_an_undeclared_pod_runs_as_long_again_at_least_the_floor() -> None:
+    assert expected_end(pod("p", node="n"), NOW + 300) == NOW + 600
+    assert expected_end(pod("p", node="n"), NOW + 5) == NOW + 5 + UNDECLARED_FLOOR_SECONDS
+
+
+def test_a_pod_not_started_yet_starts_now_and_a_deleting_one_goes_now() -> None:
+    waiting = pod("p", node="n", run=10, phase="Pending")
+    assert expected_end(waiting, NOW + 100) == NOW + 110
+    going = dataclasses.replace(pod("p", node="n", run=1000), deleting=True)
+    assert expected_end(going, NOW + 1) == NOW + 1
+
+
+def test_a_gang_declares_a_run_time_only_if_every_member_does() -> None:
+    assert declared_run([pod("a", run=5), pod("b", run=9)]) == 9
+    assert declared_run([pod("a", run=5), pod("b")]) is None
+
+
+@pytest.mark.parametrize("text", ["soon", "-3", "0", "nan", "inf"])
+def test_a_malformed_annotation_is_ignored_with_a_reason(text: str) -> None:
+    raw = {
+        "metadata": {"name": "p", "namespace": "d", "annotations": {EXPECTED_RUN_ANNOTATION: text}},
+        "spec": {"containers": []},
+    }
+    info = parse_pod(raw)
+    assert info.declared_run is None
+    assert (
+        EXPECTED_RUN_ANNOTATION in info.declared_run_error and "ignored" in info.declared_run_error
+    )
+
+
+def test_ready_time_takes_pods_in_order_until_the_need_fits() -> None:
+    room, need = np.array([2]), np.array([8])
+    pods = [(NOW + 5, np.array([3])), (NOW + 9, np.array([3])), (NOW + 20, np.array([1]))]
+    assert ready_time(room, need, pods, NOW) == (NOW + 9, 2)
+    assert ready_time(np.array([8]), need, pods, NOW) == (NOW, 0)
+    assert ready_time(np.array([0]), need, pods, NOW) is None
+
+
+# --- the planner -----------------------------------------------------------------------------
+
+
+class World:
+    def __init__(self, nodes: int, gpus: int = 8) -> None:
+        self.cache = ClusterCache()
+        for i in range(nodes):
+            self.cache.upsert_node(
+                {
+                    "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+                    "status": {"allocatable": {"nvidia.com/gpu": str(gpus), "pods": "110"}},
+                }
+            )
+        self.placer = Placer(self.cache.index, ScoreWeights(), "topology.kubernetes.io/zone")
+
+    def run(self, name: str, node: str, gpus: int, run: float | None) -> None:
+        self.cache.upsert_pod(pod(name, gpus, node, run))
+
+    def plan(self, size: int, gpus: int, now: float = NOW) -> ReservePlan | NoReservation:
+        members = [pod(f"big-{i}", gpus, group="big") for i in range(size)]
+        gang = Gang(GangKey("default", "big"), None, "gang-scheduler")
+        for member in members:
+            gang.members[member.key] = member
+            self.cache.index.vector(member.requests)
+        trials = Trials(self.cache.snapshot(), members, size, [], self.placer, self.cache.index)
+        return ReservationPlanner(trials, self.cache, gang.members, now).plan()
+
+
+def test_the_nodes_that_free_soonest_are_held() -> None:
+    world = World(4)
+    for i, run in enumerate([40, 10, 30, 20]):
+        world.run(f"p{i}", f"n{i}", 8, run)
+    plan = world.plan(2, 8)
+    assert isinstance(plan, ReservePlan)
+    assert set(plan.held) == {"n1", "n3"}
+    assert plan.start == NOW + 20 and plan.waiting_for == 2
+    gpu = world.cache.index.column("nvidia.com/gpu")
+    assert all(int(v[gpu]) == 8 for v in plan.held.values())
+
+
+def test_fewest_pods_are_waited_for_on_a_node() -> None:
+    """n0: 2 free GPUs, a 4-GPU pod ending at +10 and a 2-GPU pod at +50: a 6-GPU member
+    waits for the first only."""
+    world = World(1)
+    world.run("a", "n0", 4, 10)
+    world.run("b", "n0", 2, 50)
+    plan = world.plan(1, 6)
+    assert isinstance(plan, ReservePlan)
+    assert plan.start == NOW + 10 and plan.waiting_for == 1
+
+
+def test_a_gang_larger_than_the_cluster_gets_no_reservation() -> None:
+    world = World(2)
+    plan = world.plan(3, 8)
+    assert plan == NoReservation(NEVER_FITS, never=True)
+
+
+def test_capacity_assumed_for_others_is_not_waited_for() -> None:
+    world = World(2)
+    world.run("p0", "n0", 8, 10)
+    world.cache.assume(pod("waiting", 8, group="other"), "n1")  # another gang's Permit wait
+    plan = world.plan(2, 8)
+    assert isinstance(plan, NoReservation) and not plan.never
+    assert "held by other gangs" in plan.why
+
+
+def test_holds_of_reservations_ahead_are_planned_around() -> None:
+    world = World(3)
+    for i, run in enumerate([10, 20, 30]):
+        world.run(f"p{i}", f"n{i}", 8, run)
+    first = world.plan(1, 8)
+    assert isinstance(first, ReservePlan) and set(first.held) == {"n0"}
+    ahead = Reservation(GangKey("default", "a"), (0,), first.held, first.start, NOW, NOW + 60, 1)
+    snap = apply_holds(world.cache.snapshot(), [ahead], world.cache)
+    gpu = world.cache.index.column("nvidia.com/gpu")
+    assert snap.free[world.cache.row_of("n0"), gpu] == 0
+    members = [pod("b-0", 8, group="b")]
+    trials = Trials(snap, members, 1, [], world.placer, world.cache.index)
+    second = ReservationPlanner(trials, world.cache, {}, NOW).plan()
+    assert isinstance(second, ReservePlan) and set(second.held) == {"n1"}
+
+
+def test_a_reservations_start_is_refreshed_from_the_pods_on_its_nodes() -> None:
+    world = World(1)
+    world.run("p0", "n0", 8, 10)
+    plan = world.plan(1, 8)
+    assert isinstance(plan, ReservePlan)
+    res = Reservation(GangKey("default", "big"), (0,), plan.held, plan.start, NOW, NOW + 60, 1)
+    world.cache.remove_pod(("default", "p0"))
+    assert refreshed_start(res, world.cache, NOW + 3) == (NOW + 3, 0)
+    world.run("p1", "n0", 8, 100)  # someone else's pod appeared there after all
+    assert refreshed_start(res, world.cache, NOW + 3) == (NOW + 100, 1)
+    world.cache.remove_node("n0")
+    assert refreshed_start(res, world.cache, NOW + 3) is None
+
+
+# --- the book -------------------------------------------------------------------------------
+
+
+def reservation(name: str, rank: int, nodes: list[str], start: float = NOW + 60) -> Reservation:
+    held = {n: np.array([8]) for n in nodes}
+    return Reservation(GangKey("default", name), (rank,), held, start, NOW, NOW + 600, 1)
+
+
+def book_with(*reservations: Reservation, limit: int = 2, share: float = 0.5) -> ReservationBook:
+    book = ReservationBook(limit, share)
+    for res in reservations:
+        book.add(Gang(res.gang), res)
+    return book
+
+
+def test_holds_apply_only_to_gangs_behind_and_backfill_is_by_declared_end() -> None:
+    book = book_with(reservation("a", 5, ["n0"], start=NOW + 60))
+    behind, ahead = Gang(GangKey("default", "b")), Gang(GangKey("default", "c"))
+    assert book.against(ahead, (1,), None, NOW) == ([], [])
+    holding, backfill = book.against(behind, (9,), None, NOW)
+    assert [r.gang.group for r in holding] == ["a"] and backfill == []
+    holding, backfill = book.against(behind, (9,), 60.0, NOW)
+    assert holding == [] and [r.gang.group for r in backfill] == ["a"]
+    holding, backfill = book.against(behind, (9,), 61.0, NOW)
+    assert [r.gang.group for r in holding] == ["a"] and backfill == []
+
+
+def test_the_limit_and_the_share_bound_reservations_in_queue_order() -> None:
+    book = book_with(reservation("a", 1, ["n0"]), reservation("b", 5, ["n1"]))
+    # full (2 reservations): a gang behind both is refused before planning ...
+    assert book.room_for((9,), 10) is not None
+    # ... one between them takes the place of the one behind it
+    assert book.room_for((3,), 10) is None
+    yielding = book.admit(GangKey("default", "c"), (3,), {"n2"}, 10)
+    assert isinstance(yielding, list) and [r.gang.group for r in yielding] == ["b"]
+    # never more than the share of the nodes, even alone
+    assert "more than the 50%" in str(book.admit(GangKey("default", "d"), (0,), set("123456"), 10))
+
+
+def test_the_share_counts_nodes_held_by_reservations_ahead() -> None:
+    book = book_with(reservation("a", 1, ["n0", "n1", "n2"]), limit=4, share=0.5)
+    assert book.room_for((5,), 6) is not None  # 3 of 6 held: the share is used up
+    refused = book.admit(GangKey("default", "b"), (5,), {"n3"}, 8)
+    assert refused == []  # 4 of 8 with it: allowed
+    assert isinstance(book.admit(GangKey("default", "b"), (5,), {"n3", "n4"}, 8), str)
+
+
+def test_drop_keeps_the_gang_and_the_book_in_step() -> None:
+    res = reservation("a", 1, ["n0"])
+    gang = Gang(res.gang)
+    book = ReservationBook()
+    book.add(gang, res)
+    assert gang.reservation is res and len(book) == 1
+    version = book.version
+    assert book.drop(gang) is res
+    assert gang.reservation is None and len(book) == 0 and book.version > version
+    assert book.drop(gang) is None
