@@ -3,7 +3,8 @@
 After any run (a benchmark, a chaos run, a test) the objects in the cluster must show:
 - all or nothing: every gang has no member bound, or at least ``minMember`` bound;
 - no node over-committed: the requests of its non-terminal pods (anyone's) fit its allocatable;
-- no gang starved with room: no gang short of its quorum would fit in the capacity left free.
+- no gang starved with room: no gang short of its quorum would fit in the capacity left free
+  (outside nodes a reservation holds for another gang, by its PodGroup's ``Reserved`` condition).
 
 Members beyond a quorum that is already bound are reported apart (``stranded_members``): the
 gang is whole by its own definition, so leaving them Pending breaks no all-or-nothing promise,
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gang.models.podgroup import POD_GROUP_LABEL
+from gang.models.podgroup import POD_GROUP_LABEL, RESERVED_CONDITION, held_nodes_of
 from gang.models.quantity import resource_units
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
 
@@ -100,6 +101,19 @@ def _members_fitting(free: Resources, requests: Resources) -> int:
     return max(0, min(counts)) if counts else 1 << 30
 
 
+def _reserved(podgroups: Iterable[Obj]) -> dict[tuple[str, str], set[str]]:
+    """Nodes held for PodGroups by a reservation (their ``Reserved`` condition), per group;
+    ``{"*"}`` when the condition does not name them all. Capacity held for a gang is not room
+    for the gangs behind it, so they are not "starved with room" when only it would fit them."""
+    held: dict[tuple[str, str], set[str]] = {}
+    for group in podgroups:
+        for cond in (group.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == RESERVED_CONDITION and cond.get("status") == "True":
+                key = (group["metadata"].get("namespace", ""), group["metadata"]["name"])
+                held[key] = held_nodes_of(str(cond.get("message") or "")) or {"*"}
+    return held
+
+
 def judge(
     pods: Iterable[Obj],
     nodes: Iterable[Obj],
@@ -107,7 +121,7 @@ def judge(
     scheduler_name: str = "gang-scheduler",
 ) -> Verdict:
     """Check the invariants on raw API objects (as listed: pods, nodes, PodGroups)."""
-    nodes = list(nodes)
+    nodes, podgroups = list(nodes), list(podgroups)
     min_members = {
         (g["metadata"].get("namespace", ""), g["metadata"]["name"]): int(
             (g.get("spec") or {}).get("minMember") or 1
@@ -135,9 +149,9 @@ def judge(
             gang.pending.append(pod)
     free = free_capacity(nodes, parsed)
     verdict.overcommitted_nodes = overcommitted(free)
-    room = [free.get(n["metadata"]["name"], {}) for n in nodes if _schedulable(n)]
+    held = _reserved(podgroups)
     verdict.gangs = len(gangs)
-    for gang in gangs.values():
+    for key, gang in gangs.items():
         if 0 < gang.bound < gang.min_member:
             verdict.partial_gangs.append(f"{gang.name} ({gang.bound}/{gang.min_member} bound)")
         if gang.bound >= gang.min_member:
@@ -148,6 +162,12 @@ def judge(
         if need > len(gang.pending):
             continue  # the quorum does not exist (yet): nothing to schedule
         shape = gang.pending[0].requests
+        others = {n for group, names in held.items() if group != key for n in names}
+        room = [
+            free.get(n["metadata"]["name"], {})
+            for n in nodes
+            if _schedulable(n) and "*" not in others and n["metadata"]["name"] not in others
+        ]
         if sum(_members_fitting(left, shape) for left in room) < need:
             continue
         if gang.bound >= gang.min_member:

@@ -18,7 +18,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gang.kube.transport import Kind, Kube, KubeError
-from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_PLURAL, POD_GROUP_VERSION, PodGroupInfo
+from gang.models.podgroup import (
+    POD_GROUP_GROUP,
+    POD_GROUP_PLURAL,
+    POD_GROUP_VERSION,
+    RESERVED_CONDITION,
+    PodGroupInfo,
+    held_nodes_text,
+)
 from gang.scheduling.gang import Gang
 from gang.scheduling.plugins import unsupported_message
 
@@ -110,18 +117,17 @@ def _reserved_condition(gang: Gang, previous: dict[str, Any]) -> dict[str, Any] 
     False after a reservation expired, until the gang places or may reserve again."""
     res = gang.reservation
     if res is not None:
-        shown = ", ".join(res.nodes[:8]) + (", ..." if len(res.held) > 8 else "")
         return _condition(
             previous,
-            "Reserved",
+            RESERVED_CONDITION,
             "True",
             "CapacityReserved",
-            f"{len(res.held)} node(s) held ({shown}); expected start {_rfc3339(res.start)}, "
-            f"once {res.waiting_for} running pod(s) there finish; expires {_rfc3339(res.expires)}",
+            f"{held_nodes_text(res.nodes)}; expected start {_rfc3339(res.start)}, once "
+            f"{res.waiting_for} running pod(s) there finish; expires {_rfc3339(res.expires)}",
         )
     if gang.reservation_expired is not None and time.time() < gang.reserve_after:
         return _condition(
-            previous, "Reserved", "False", "ReservationExpired", gang.reservation_expired
+            previous, RESERVED_CONDITION, "False", "ReservationExpired", gang.reservation_expired
         )
     return None
 

@@ -14,7 +14,7 @@ The field names and semantics are those of the Coscheduling plugin's
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -28,6 +28,11 @@ POD_GROUP_VERSION = "v1alpha1"
 POD_GROUP_PLURAL = "podgroups"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 #: the longest wait for a quorum we accept; longer values are surely a unit mistake.
+#: the PodGroup condition saying capacity is held for the gang (reservation), and how its
+#: message names the nodes: "N node(s) held: a, b, c; ..." or, when too many to name, "N node(s)
+#: held: a, b, ... (and K more); ..."
+RESERVED_CONDITION = "Reserved"
+_NODES_NAMED = 24
 MAX_SCHEDULE_TIMEOUT_SECONDS = 7 * 24 * 3600
 #: no gang is bigger than the largest clusters' pod count; above this is a typo.
 MAX_MIN_MEMBER = 100_000
@@ -166,3 +171,22 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
         min_resources={k: resource_units(k, v) for k, v in parsed.min_resources.items()},
         schedule_timeout_seconds=float(timeout) if timeout is not None else None,
     )
+
+
+def held_nodes_text(nodes: Sequence[str]) -> str:
+    """The start of a ``Reserved`` condition's message: how many nodes, and which."""
+    shown = ", ".join(nodes[:_NODES_NAMED])
+    if len(nodes) > _NODES_NAMED:
+        shown += f", ... (and {len(nodes) - _NODES_NAMED} more)"
+    return f"{len(nodes)} node(s) held: {shown}"
+
+
+def held_nodes_of(message: str) -> set[str] | None:
+    """The nodes a ``Reserved`` condition's message names; None when it does not name all."""
+    _, found, rest = message.partition(" node(s) held: ")
+    if not found:
+        return None
+    names = rest.split(";", 1)[0]
+    if "(and " in names:
+        return None
+    return {n.strip() for n in names.split(",") if n.strip()}

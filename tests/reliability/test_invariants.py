@@ -73,3 +73,23 @@ def test_cordoned_and_tainted_nodes_offer_no_room_and_groups_without_podgroup_wa
     pods = [pod("solo", None, 1), pod("orphan-0", "orphan", 1)]
     verdict = judge(pods, nodes, [])
     assert verdict.clean, verdict
+
+
+def reserved(name: str, min_member: int, message: str) -> dict[str, Any]:
+    body = group(name, min_member)
+    body["status"] = {"conditions": [{"type": "Reserved", "status": "True", "message": message}]}
+    return body
+
+
+def test_room_held_for_a_reservation_is_not_room_for_the_gangs_behind_it() -> None:
+    pods = [pod(f"big-{i}", "big", 8) for i in range(2)]
+    pods += [pod("busy", None, 8, "n1"), pod("c-0", "c", 1)]  # c fits n0 only: held for big
+    groups = [reserved("big", 2, "2 node(s) held: n0, n1; expected start ..."), group("c", 1)]
+    verdict = judge(pods, [node("n0"), node("n1")], groups)
+    assert verdict.clean, verdict
+    groups[0] = reserved("big", 2, "2 node(s) held: n1, n2; expected start ...")
+    busy2 = [*pods, pod("busy2", None, 8, "n2")]
+    verdict = judge(busy2, [node("n0"), node("n1"), node("n2")], groups)
+    assert verdict.fitting_unbound == ["ns/c (1 more would fit)"]  # n0 is not held
+    groups[0] = reserved("big", 2, "30 node(s) held: n1, ... (and 29 more); expected start ...")
+    assert judge(pods, [node("n0"), node("n1")], groups).clean  # not all named: all held
