@@ -112,6 +112,9 @@ class Cycle:
         self._backfill: list[Reservation] = []
         self._run: float | None = None
         self._now = 0.0
+        #: what the gang held until this cycle began (dropped to be re-planned): not held
+        #: against it
+        self._kept: list[tuple[PodInfo, str]] = []
         # the tracker re-checks reservations on a re-tainted or cordoned node with these
         state.filters_for = self._static_filters
 
@@ -133,6 +136,7 @@ class Cycle:
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
         nominated = self.state.drop_nominations(gang)  # the gang's own: free for it to use
         self._reservations_against(gang, pending)
+        self._kept = [*held.values(), *nominated.values()]
         try:
             outcome = self._schedule(gang, pending, held)
         except PluginError as err:
@@ -283,7 +287,7 @@ class Cycle:
         it taken off (unless it may backfill them); capacity nominated for lower-priority gangs
         lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
         cache = self.state.cache
-        snap = apply_holds(cache.snapshot(), self._holding, cache)
+        snap = apply_holds(cache.snapshot(), self._holding, cache, self._kept)
         lenders = [
             other
             for key in self.state.nominating

@@ -41,7 +41,7 @@ import numpy.typing as npt
 
 from gang.scheduling.gang import Backfill, Gang, GangKey, Reservation
 from gang.scheduling.histogram import FULL_GANG_BUCKETS, DurationHistogram
-from gang.scheduling.trials import Free, Trials
+from gang.scheduling.trials import Free, Trials, usable
 from gang.state.cache import ClusterCache, PodRecord, PodState, Snapshot
 from gang.state.podinfo import PodInfo
 
@@ -370,12 +370,14 @@ class ReservationBook:
         """Record a placement of gang ``who`` on ``nodes``: the reservations it backfilled."""
         placed = set(nodes)
         into = [r for r in reservations if placed & set(r.held)]
+        first = False
         for res in into:
-            res.backfills.append(
-                Backfill(who, len(placed & set(res.held)), run, now, now + run, res.start)
-            )
-            del res.backfills[:-BACKFILLS_KEPT]
-        if into:
+            # a gang placed again (members arriving one by one) is one decision, updated
+            kept = [b for b in res.backfills if b.gang != who]
+            first = first or len(kept) == len(res.backfills)
+            decision = Backfill(who, len(placed & set(res.held)), run, now, now + run, res.start)
+            res.backfills = [*kept, decision][-BACKFILLS_KEPT:]
+        if first:
             self.backfills += 1
         return into
 
@@ -407,9 +409,15 @@ def refreshed_start(
     return start, waiting
 
 
-def apply_holds(snap: Snapshot, holding: Sequence[Reservation], cache: ClusterCache) -> Snapshot:
-    """``snap`` with the capacity ``holding`` reserves taken off its free (never below zero);
-    the free before and the holds are kept for trial placements."""
+def apply_holds(
+    snap: Snapshot,
+    holding: Sequence[Reservation],
+    cache: ClusterCache,
+    kept: Iterable[tuple[PodInfo, str]] = (),
+) -> Snapshot:
+    """``snap`` with the capacity ``holding`` reserves taken off its free (never below zero),
+    except the capacity in ``kept`` (what the cycle's gang held until it began: its dropped
+    placeholders and nominations). The free before and the holds are kept for trials."""
     if not holding:
         return snap
     width = snap.free.shape[1]
@@ -419,7 +427,15 @@ def apply_holds(snap: Snapshot, holding: Sequence[Reservation], cache: ClusterCa
             row = cache.row_of(node)
             if row is not None:
                 held[row] += cache.index.fit(vec)[:width]
-    return replace(snap, free=np.maximum(snap.free - held, 0), unheld=snap.free, held=held)
+    own: Free | None = None
+    for pod, node in kept:
+        row = cache.row_of(node)
+        if row is not None:
+            if own is None:
+                own = np.zeros_like(snap.free)
+            own[row] += cache.index.fit(cache.index.vector(pod.requests))[:width]
+    free = usable(snap.free, held, own)
+    return replace(snap, free=free, unheld=snap.free, held=held, kept=own)
 
 
 def sorts_before(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

@@ -11,8 +11,8 @@ its static filters allow) skips placements that cannot succeed.
 
 Capacity held by reservations: a snapshot whose ``free`` had reservation holds subtracted keeps
 the free *before* them in ``unheld`` and the holds in ``held``. A trial adds capacity to the
-unheld free and subtracts the holds again (never below zero), so capacity freed on a held node
-stays held.
+unheld free and subtracts the holds again (never below zero, and never from what the gang held
+itself, ``kept``), so capacity freed on a held node stays held.
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ class Trials:
         return (base.unheld if base.unheld is not None else base.free).copy()
 
     def usable(self, unheld: Free) -> Free:
-        """What the gang may use of ``unheld``: the holds taken off again, never below zero."""
-        held = self.base.held
-        return unheld if held is None else np.maximum(unheld - held, 0)
+        """What the gang may use of ``unheld``: the holds taken off again, never below zero,
+        except from what the gang itself held (``Snapshot.kept``)."""
+        return usable(unheld, self.base.held, self.base.kept)
 
     def vector(self, rec: PodRecord) -> Free:
         return self.index.fit(rec.vector)[: self.width]
@@ -129,6 +129,7 @@ class Trials:
             pods=PodIndex(),
             unheld=None,
             held=None,
+            kept=None,
         )
         result = self.placer.place(snap, self.pods, self.need, ())
         return result if isinstance(result, Placement) else None
@@ -169,6 +170,19 @@ class Trials:
             or any(p.rules is not NO_RULES for p in self.pods)
             or bool(base.selecting.services or base.selecting.controllers)
         )
+
+
+def usable(unheld: Free, held: Free | None, kept: Free | None) -> Free:
+    """Free capacity with reservation holds taken off (never below zero), except what the
+    gang held itself."""
+    if held is None:
+        return unheld
+    out: Free = (
+        np.maximum(unheld - held, 0)
+        if kept is None
+        else (np.maximum(unheld - kept - held, 0) + kept)
+    )
+    return out
 
 
 def _bound(templates: Sequence[Template], free: Free, need: int) -> bool:

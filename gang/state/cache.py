@@ -102,10 +102,14 @@ class Snapshot:
     #: Services' and controllers' selectors (default spreading); live like ``pods``
     selecting: SelectorCatalog = field(default_factory=SelectorCatalog)
     #: reservations: ``free`` as it was before the holds of other gangs' reservations were
-    #: taken off it, and those holds (``free == max(unheld - held, 0)``); None when nothing is
-    #: held against the cycle's gang (see gang.scheduling.reservation)
+    #: taken off it, and those holds; None when nothing is held against the cycle's gang (see
+    #: gang.scheduling.reservation)
     unheld: npt.NDArray[np.int64] | None = None
     held: npt.NDArray[np.int64] | None = None
+    #: capacity the cycle's gang held itself until the cycle began (its placeholders and
+    #: nominations, dropped to be planned again): exempt from the holds, so
+    #: ``free == max(unheld - kept - held, 0) + kept``
+    kept: npt.NDArray[np.int64] | None = None
 
 
 class ClusterCache:

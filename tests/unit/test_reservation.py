@@ -275,3 +275,15 @@ def test_drop_keeps_the_gang_and_the_book_in_step() -> None:
     assert book.drop(gang) is res
     assert gang.reservation is None and len(book) == 0 and book.version > version
     assert book.drop(gang) is None
+
+
+def test_what_a_gang_held_itself_is_not_held_against_it() -> None:
+    """A gang re-planning its placeholders keeps their capacity even on a held node."""
+    world = World(1)
+    hold = {"n0": world.cache.index.vector({"nvidia.com/gpu": 8})}
+    ahead = Reservation(GangKey("default", "a"), (0,), hold, NOW, NOW, NOW + 60, 0)
+    gpu = world.cache.index.column("nvidia.com/gpu")
+    mine = pod("mine-0", 3)
+    snap = apply_holds(world.cache.snapshot(), [ahead], world.cache, [(mine, "n0")])
+    assert snap.free[0, gpu] == 3  # its own 3 GPUs, nothing of the 5 others
+    assert apply_holds(world.cache.snapshot(), [ahead], world.cache).free[0, gpu] == 0
