@@ -12,6 +12,9 @@ Figures: pods/s and gangs/s from the first to the last binding; time-to-full-gan
 when it could first be scheduled — its creation, or the scheduler's first binding when everything
 was created up front — to its last member's binding) as p50/p95/p99; scheduler CPU seconds per
 1,000 pods bound; scheduler peak RSS.
+
+The process and watch plumbing (``ChildProcesses``, ``watch_pods``, ``scheduler_env``...) is
+shared with the mixed-stream driver (``gang.bench.streamrun``), so both run the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,7 +111,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -133,34 +137,30 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-class Driver:
-    def __init__(self, config: BenchConfig, kubeconfig: str | None, progress: bool = True) -> None:
-        self.config = config
-        self.kubeconfig = kubeconfig
-        self.progress = progress
-        self.gangs = plan(config)
-        self.bound_at: dict[str, float] = {}
-        self.created_at: dict[str, float] = {}
-        self._procs: list[asyncio.subprocess.Process] = []
-        #: on a real cluster the benchmark pods may only land on the benchmark's own nodes
-        self.node_selector = dict(NODE_SELECTOR) if kubeconfig else None
-        self.cluster: BenchCluster | None = None
-        #: the child processes' stderr (an unread pipe would block them once it fills up)
-        self._log: Any = asyncio.subprocess.DEVNULL
-        self._scheduler_ps: psutil.Process | None = None
-        #: the scheduler's CPU seconds when the first binding was seen
-        self._cpu_at_first_bind: float | None = None
-        #: the preemption phase: its members' bindings (kept apart), and workload pods deleted
-        self.preemptor_bound_at: dict[str, float] = {}
-        self.deleted = 0
+async def stop_process(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM (a graceful shutdown), SIGKILL after 20 s."""
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 20)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
-    def _say(self, text: str, end: str = "\n") -> None:
-        if self.progress:
-            print(text, end=end, file=sys.stderr, flush=True)
 
-    # --- processes ---------------------------------------------------------------------------
+class ChildProcesses:
+    """A benchmark's child processes (``python -m gang ...``): the simulator, the scheduler.
 
-    async def _spawn(
+    Their stderr goes to ``log`` (an unread pipe would block them once it fills up); with
+    ``GANG_BENCH_PROFILE=DIR`` they run under cProfile, writing ``DIR/<subcommand>.prof``.
+    """
+
+    def __init__(self) -> None:
+        self.procs: list[asyncio.subprocess.Process] = []
+        #: where the children's stderr goes (a file opened by the caller)
+        self.log: Any = asyncio.subprocess.DEVNULL
+
+    async def spawn(
         self, *args: str, env: dict[str, str] | None = None
     ) -> asyncio.subprocess.Process:
         profiler: list[str] = []
@@ -181,24 +181,26 @@ class Driver:
             *args,
             env={**os.environ, **(env or {})},
             stdout=asyncio.subprocess.DEVNULL,
-            stderr=self._log,
+            stderr=self.log,
         )
-        self._procs.append(proc)
+        self.procs.append(proc)
         return proc
 
-    async def _start_simulator(self, workdir: Path) -> str:
+    async def start_simulator(self, workdir: Path, nodes: str, *extra: str) -> str:
+        """``gang sim serve`` with ``nodes`` (and ``extra`` flags); its kubeconfig's path."""
         kubeconfig = workdir / "sim.kubeconfig"
-        await self._spawn(
+        await self.spawn(
             "sim",
             "serve",
             "--nodes",
-            self.config.nodes,
+            nodes,
             "--port",
-            str(_free_port()),
+            str(free_port()),
             "--kubeconfig",
             str(kubeconfig),
             "--history-size",
             "200000",
+            *extra,
         )
         for _ in range(600):
             if kubeconfig.exists():
@@ -206,14 +208,93 @@ class Driver:
             await asyncio.sleep(0.05)
         raise RuntimeError("the simulator did not start")
 
-    async def _stop(self, proc: asyncio.subprocess.Process) -> None:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 20)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+    async def stop_all(self) -> None:
+        """Stop every child, the newest first (the scheduler before its API)."""
+        for proc in reversed(self.procs):
+            await stop_process(proc)
+
+
+def process_log_path(workdir: Path) -> Path:
+    """Where the children's stderr goes: ``GANG_BENCH_LOG``, else a file in ``workdir``."""
+    return Path(os.environ.get("GANG_BENCH_LOG") or workdir / "processes.log")
+
+
+@contextlib.contextmanager
+def cancel_on_sigterm() -> Iterator[None]:
+    """SIGTERM, like Ctrl-C, cancels the current task, so a run ends through its cleanup."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    on_sigterm = threading.current_thread() is threading.main_thread()
+    if on_sigterm:  # (only the main thread may handle signals)
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        yield
+    finally:
+        if on_sigterm:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+def scheduler_env(overrides: Mapping[str, Any]) -> dict[str, str]:
+    """The environment passing ``overrides`` (scheduler settings) to ``gang run``, with the
+    benchmark's client rate limits unless overridden: the API is not what is measured."""
+    env = {f"GANG_SCHEDULER__{k.upper()}": str(v) for k, v in overrides.items()}
+    env.setdefault("GANG_SCHEDULER__QPS", "5000")
+    env.setdefault("GANG_SCHEDULER__BURST", "10000")
+    return env
+
+
+def scheduler_args(kubeconfig: str, port: int) -> list[str]:
+    """``gang run``'s arguments in a benchmark: metrics on ``port``, warnings only."""
+    return ["run", "--kubeconfig", kubeconfig, "--port", str(port), "--log-level", "WARNING"]
+
+
+async def watch_pods(
+    core: Any, namespace: str, rv: str, on_event: Callable[[str, Obj], None]
+) -> None:
+    """Watch ``namespace``'s pods from ``rv`` until cancelled, calling ``on_event(type, pod)``
+    for every event (bookmarks too: their object carries only a resourceVersion)."""
+    while True:
+        resp = await core.list_namespaced_pod(
+            namespace,
+            watch=True,
+            resource_version=rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=300,
+            _preload_content=False,
+        )
+        try:
+            async for line in resp.content:
+                event = orjson.loads(line)
+                obj = event["object"]
+                rv = obj["metadata"].get("resourceVersion", rv)
+                on_event(event["type"], obj)
+        finally:
+            resp.release()
+
+
+class Driver:
+    def __init__(self, config: BenchConfig, kubeconfig: str | None, progress: bool = True) -> None:
+        self.config = config
+        self.kubeconfig = kubeconfig
+        self.progress = progress
+        self.gangs = plan(config)
+        self.bound_at: dict[str, float] = {}
+        self.created_at: dict[str, float] = {}
+        self.children = ChildProcesses()
+        #: on a real cluster the benchmark pods may only land on the benchmark's own nodes
+        self.node_selector = dict(NODE_SELECTOR) if kubeconfig else None
+        self.cluster: BenchCluster | None = None
+        self._scheduler_ps: psutil.Process | None = None
+        #: the scheduler's CPU seconds when the first binding was seen
+        self._cpu_at_first_bind: float | None = None
+        #: the preemption phase: its members' bindings (kept apart), and workload pods deleted
+        self.preemptor_bound_at: dict[str, float] = {}
+        self.deleted = 0
+
+    def _say(self, text: str, end: str = "\n") -> None:
+        if self.progress:
+            print(text, end=end, file=sys.stderr, flush=True)
 
     # --- the run --------------------------------------------------------------------------------
 
@@ -221,33 +302,25 @@ class Driver:
         from gang.kube.client import make_api_client
 
         with tempfile.TemporaryDirectory(prefix="gang-bench-") as tmp:
-            log_path = Path(os.environ.get("GANG_BENCH_LOG") or Path(tmp) / "processes.log")
-            with log_path.open("wb") as log:  # noqa: ASYNC230 - opened once, before any work
-                self._log = log
-                kubeconfig = self.kubeconfig or await self._start_simulator(Path(tmp))
+            log_path = process_log_path(Path(tmp))
+            with log_path.open("wb") as log:  # (opened once, before any work)
+                self.children.log = log
+                kubeconfig = self.kubeconfig or await self.children.start_simulator(
+                    Path(tmp), self.config.nodes
+                )
                 client = await make_api_client(kubeconfig)
                 self.cluster = BenchCluster(client, self._say)
-                # SIGTERM, like Ctrl-C, ends the run through the cleanup below
-                task = asyncio.current_task()
-                assert task is not None
-                loop = asyncio.get_running_loop()
-                on_sigterm = threading.current_thread() is threading.main_thread()
-                if on_sigterm:  # (only the main thread may handle signals)
-                    loop.add_signal_handler(signal.SIGTERM, task.cancel)
                 try:
-                    return await self._run(client, kubeconfig)
+                    with cancel_on_sigterm():
+                        return await self._run(client, kubeconfig)
                 finally:
-                    if on_sigterm:
-                        loop.remove_signal_handler(signal.SIGTERM)
                     if self.kubeconfig is not None:
                         # the scheduler first, then what the run created (a simulator ends
                         # with its process; a real cluster has to be cleaned up)
-                        for proc in reversed(self._procs):
-                            await self._stop(proc)
+                        await self.children.stop_all()
                         await self._cleanup(self.cluster)
                     await client.close()
-                    for proc in reversed(self._procs):
-                        await self._stop(proc)
+                    await self.children.stop_all()
 
     async def _cleanup(self, cluster: BenchCluster) -> None:
         self._say("cleaning up")
@@ -289,19 +362,9 @@ class Driver:
             ).json()
         )["metadata"]["resourceVersion"]
         watcher = asyncio.create_task(self._watch(core, rv))
-        env = {f"GANG_SCHEDULER__{k.upper()}": str(v) for k, v in self.config.scheduler.items()}
-        env.setdefault("GANG_SCHEDULER__QPS", "5000")
-        env.setdefault("GANG_SCHEDULER__BURST", "10000")
-        port = _free_port()
-        scheduler = await self._spawn(
-            "run",
-            "--kubeconfig",
-            kubeconfig,
-            "--port",
-            str(port),
-            "--log-level",
-            "WARNING",
-            env=env,
+        port = free_port()
+        scheduler = await self.children.spawn(
+            *scheduler_args(kubeconfig, port), env=scheduler_env(self.config.scheduler)
         )
         sched_ps = self._scheduler_ps = psutil.Process(scheduler.pid)
         started = loop.time()
@@ -321,7 +384,7 @@ class Driver:
                 creator.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-            await self._stop(scheduler)
+            await stop_process(scheduler)
         result.scheduler_cpu_seconds = cpu_end - cpu_start
         if self._cpu_at_first_bind is not None and self.bound_at:
             result.binding_cpu_seconds_per_1000_pods = (
@@ -377,31 +440,19 @@ class Driver:
 
     async def _watch(self, core: Any, rv: str) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            resp = await core.list_namespaced_pod(
-                NAMESPACE,
-                watch=True,
-                resource_version=rv,
-                allow_watch_bookmarks=True,
-                timeout_seconds=300,
-                _preload_content=False,
-            )
-            try:
-                async for line in resp.content:
-                    event = orjson.loads(line)
-                    obj = event["object"]
-                    rv = obj["metadata"].get("resourceVersion", rv)
-                    if event["type"] == "DELETED":
-                        self.deleted += 1
-                    elif obj["metadata"]["name"].startswith(f"{PREEMPTOR}-"):
-                        if obj["spec"].get("nodeName"):
-                            self.preemptor_bound_at.setdefault(obj["metadata"]["name"], loop.time())
-                    elif event["type"] in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
-                        if not self.bound_at and self._scheduler_ps is not None:
-                            self._cpu_at_first_bind = _cpu_seconds(self._scheduler_ps)
-                        self.bound_at.setdefault(obj["metadata"]["name"], loop.time())
-            finally:
-                resp.release()
+
+        def on_event(kind: str, obj: Obj) -> None:
+            if kind == "DELETED":
+                self.deleted += 1
+            elif obj["metadata"]["name"].startswith(f"{PREEMPTOR}-"):
+                if obj["spec"].get("nodeName"):
+                    self.preemptor_bound_at.setdefault(obj["metadata"]["name"], loop.time())
+            elif kind in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
+                if not self.bound_at and self._scheduler_ps is not None:
+                    self._cpu_at_first_bind = _cpu_seconds(self._scheduler_ps)
+                self.bound_at.setdefault(obj["metadata"]["name"], loop.time())
+
+        await watch_pods(core, NAMESPACE, rv, on_event)
 
     async def _wait(self, loop: asyncio.AbstractEventLoop, started: float, scheduler: Any) -> None:
         total = self.config.pods
@@ -494,15 +545,20 @@ class Driver:
             )
 
 
-async def _metric(port: int, name: str) -> float:
-    """One sample's value from the scheduler's /metrics (0 if absent)."""
+async def metrics_text(port: int) -> str:
+    """The scheduler's /metrics page (Prometheus text format)."""
     import aiohttp
 
     async with (
         aiohttp.ClientSession() as session,
         session.get(f"http://127.0.0.1:{port}/metrics") as resp,
     ):
-        text = await resp.text()
+        return await resp.text()
+
+
+async def _metric(port: int, name: str) -> float:
+    """One sample's value from the scheduler's /metrics (0 if absent)."""
+    text = await metrics_text(port)
     for line in text.splitlines():
         if line.startswith(name + " ") or line.startswith(name + "{"):
             return float(line.rsplit(" ", 1)[1])

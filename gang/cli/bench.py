@@ -1,4 +1,5 @@
-"""``gang bench``: the benchmark (end to end, sweep, placement alone) from flags or a YAML file."""
+"""``gang bench``: the benchmark (end to end, sweep, placement alone, or the mixed stream of
+``gang.bench.streams``) from flags or a YAML file."""
 
 from __future__ import annotations
 
@@ -53,6 +54,26 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--gpus-per-pod", type=int, help="GPUs per workload pod (default: 1; 2 fills 5,000 x 8)"
     )
     bench.add_argument("--quiet", action="store_true", help="no progress output")
+    stream = bench.add_argument_group(
+        "mixed-stream workload",
+        "small gangs arriving and finishing, big gangs now and then, on the "
+        "simulator with its kubelet stand-in; reports big gangs' waits against their theoretical "
+        "minimum and GPU use while they waited (--config takes its YAML fields, see "
+        "gang/bench/streams.py)",
+    )
+    stream.add_argument(
+        "--workload",
+        choices=["gangs", "mixed-stream"],
+        default="gangs",
+        help="gangs: --pods in gangs of --gang-sizes (default); mixed-stream: see above",
+    )
+    stream.add_argument(
+        "--reservations",
+        choices=["on", "off", "both"],
+        help="the scheduler's reservations (default: on); both: the same workload twice, "
+        "on then off, compared side by side",
+    )
+    stream.add_argument("--duration", type=float, help="seconds during which gangs arrive")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -61,6 +82,12 @@ def command(args: argparse.Namespace) -> int:
 
     from gang.bench.workload import BenchConfig
 
+    if args.workload == "mixed-stream":
+        return _mixed_stream(args)
+    for flag, value in (("--reservations", args.reservations), ("--duration", args.duration)):
+        if value is not None:
+            print(f"gang bench: {flag} needs --workload mixed-stream", file=sys.stderr)
+            return 2
     if args.placement:
         from gang.bench.placement import placement_ms
 
@@ -127,3 +154,68 @@ def command(args: argparse.Namespace) -> int:
     if args.html:
         args.html.write_text(html_report(results[-1]))
     return 0 if all(r.invariants_hold for r in results) else 1
+
+
+#: flags of the all-at-once workload that mean nothing for the mixed stream
+_NOT_FOR_STREAMS = (
+    "pods",
+    "gang_sizes",
+    "arrival",
+    "rate",
+    "sweep",
+    "kubeconfig",
+    "html",
+    "placement",
+    "rules",
+    "preemptor",
+    "preemptor_gpus",
+    "gpus_per_pod",
+)
+
+
+def _mixed_stream(args: argparse.Namespace) -> int:
+    import yaml
+    from pydantic import ValidationError
+
+    from gang.bench.streams import MixedStreamConfig
+
+    given = [f"--{name.replace('_', '-')}" for name in _NOT_FOR_STREAMS if getattr(args, name)]
+    if given:
+        print(
+            f"gang bench: {', '.join(given)} does not apply to --workload mixed-stream",
+            file=sys.stderr,
+        )
+        return 2
+    data: dict[str, object] = yaml.safe_load(args.config.read_text()) if args.config else {}
+    for key, value in (("nodes", args.nodes), ("seed", args.seed), ("duration", args.duration)):
+        if value is not None:
+            data[key] = value
+    modes = {"on": [True], "off": [False], "both": [True, False]}[args.reservations or "on"]
+    try:
+        config = MixedStreamConfig.model_validate(data)
+    except ValidationError as err:
+        print(f"gang bench: invalid benchmark: {err}", file=sys.stderr)
+        return 2
+    from gang.bench.streamreport import stream_table
+    from gang.bench.streamrun import StreamResult, result_json, run_stream
+
+    results: list[StreamResult] = []
+    try:
+        for on in modes:
+            run = config.model_copy(update={"reservations": on})
+            if not args.quiet:
+                print(f"reservations {'on' if on else 'off'}:", file=sys.stderr, flush=True)
+            results.append(run_stream(run, progress=not args.quiet))
+    except ValidationError as err:  # a scheduler setting the scheduler would refuse
+        print(f"gang bench: invalid scheduler settings: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # the simulator or the scheduler did not start
+        print(f"gang bench: {err}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("gang bench: interrupted", file=sys.stderr)
+        return 130
+    print(stream_table(results))
+    if args.out:
+        args.out.write_bytes(result_json(results))
+    return 0 if all(r.ok for r in results) else 1

@@ -8,6 +8,10 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gang.sim.cluster import SimCluster
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,6 +39,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--kubelet",
         action="store_true",
         help="run the kubelet stand-in: bound pods start and finish",
+    )
+    serve.add_argument(
+        "--kubelet-start-delay",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --kubelet: seconds from a binding to Running (default: 0.5)",
     )
     serve.add_argument(
         "--history-size",
@@ -66,16 +77,30 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     faults.add_argument("--seed", type=int, default=None, help="seed for the fault RNG")
 
 
-async def command(args: argparse.Namespace) -> int:
+class UsageError(Exception):
+    """A flag is wrong: the message names it."""
+
+
+def cluster_from_args(args: argparse.Namespace) -> SimCluster:
+    """The simulated cluster the flags describe (not started); UsageError for a bad flag."""
     from gang.sim.cluster import SimCluster
     from gang.sim.faults import Faults
+    from gang.sim.kubelet import KubeletConfig
     from gang.sim.nodespec import NodeSpecError, parse_pools
 
     try:
         pools = parse_pools(args.nodes)
     except NodeSpecError as err:
-        print(f"gang sim serve: --nodes: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--nodes: {err}") from None
+    kubelet: KubeletConfig | None = None
+    if args.kubelet_start_delay is not None:
+        if not args.kubelet:
+            raise UsageError("--kubelet-start-delay needs --kubelet")
+        if args.kubelet_start_delay < 0:
+            raise UsageError("--kubelet-start-delay must not be negative")
+        kubelet = KubeletConfig(start_delay=args.kubelet_start_delay)
+    elif args.kubelet:
+        kubelet = KubeletConfig()
     faults = Faults(
         latency=args.latency,
         latency_jitter=args.latency_jitter,
@@ -86,17 +111,25 @@ async def command(args: argparse.Namespace) -> int:
         binding_latency=args.binding_latency,
         seed=args.seed,
     )
-    cluster = SimCluster(
+    return SimCluster(
         pools,
         host=args.host,
         port=args.port,
-        kubelet=args.kubelet,
+        kubelet=kubelet,
         faults=faults,
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,
         token=args.token,
         kubeconfig_path=args.kubeconfig.resolve(),
     )
+
+
+async def command(args: argparse.Namespace) -> int:
+    try:
+        cluster = cluster_from_args(args)
+    except UsageError as err:
+        print(f"gang sim serve: {err}", file=sys.stderr)
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -6,8 +6,13 @@ jobs. When enabled, this stand-in plays every node's kubelet:
 
 - a pod bound to an existing node becomes ``Running`` (Ready, containers running) after
   ``start_delay`` seconds;
-- a pod annotated ``gang.sim/run-seconds: "N"`` then finishes after N seconds: ``Succeeded``,
-  or ``Failed`` if it is also annotated ``gang.sim/exit-code`` with a non-zero code;
+- a pod annotated ``gang.sim/run-seconds: "N"`` (N may be fractional) then finishes after N
+  seconds: ``Succeeded``, or ``Failed`` if it is also annotated ``gang.sim/exit-code`` with a
+  non-zero code;
+- a pod whose ``spec.activeDeadlineSeconds`` passes first (counted from its start, as the real
+  kubelet counts from ``status.startTime``) is ``Failed`` with reason ``DeadlineExceeded``: a
+  scheduler that plans with declared run times must see what a real cluster does to a job that
+  outlives its declaration;
 - a pod being deleted gracefully is removed after ``min(grace, termination_delay)`` seconds.
 
 It is off by default in tests, so tests control lifecycles explicitly.
@@ -25,6 +30,11 @@ from gang.sim.store import DELETED, Obj, StoredEvent
 RUN_SECONDS = "gang.sim/run-seconds"
 KUBELET_CONDITIONS = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
 EXIT_CODE = "gang.sim/exit-code"
+#: what the real kubelet writes into a pod it ends at its ``activeDeadlineSeconds``
+DEADLINE_REASON = "DeadlineExceeded"
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+#: a container killed by the kubelet (SIGKILL: 128 + 9)
+KILLED_EXIT_CODE = 137
 
 
 @dataclass(slots=True)
@@ -84,20 +94,39 @@ class Kubelet:
                 float(meta.get("deletionGracePeriodSeconds") or 0), self.config.termination_delay
             )
             self._set_timer(key, delay, self._finish_deletion, replace=True)
+        elif phase == "Running":
+            self._plan_end(key, pod)
         elif key in self._timers:
             return
         elif phase == "Pending":
             self._set_timer(key, self.config.start_delay, self._start)
-        elif phase == "Running":
-            run = _run_seconds(pod)
-            if run is not None:
-                started_at = self._started.get(meta.get("uid", ""))
-                age = (
-                    self.api.clock() - started_at
-                    if started_at is not None
-                    else _age(self.api, (pod.get("status") or {}).get("startTime"))
-                )
-                self._set_timer(key, max(0.0, run - age), self._complete)
+
+    def _plan_end(self, key: tuple[str, str], pod: Obj) -> None:
+        """Time a Running pod's end: its run-seconds or its deadline, whichever comes first.
+
+        ``activeDeadlineSeconds`` may be set or shortened on a running pod, so the end is
+        re-planned on every change, and the timer replaced only when the instant moved.
+        """
+        assert self._loop is not None
+        run, deadline = _run_seconds(pod), _active_deadline(pod)
+        if run is None and deadline is None:
+            return
+        started_at = self._started.get(pod["metadata"].get("uid", ""))
+        age = (
+            self.api.clock() - started_at
+            if started_at is not None
+            else _age(self.api, (pod.get("status") or {}).get("startTime"))
+        )
+        # a job that ends exactly at its deadline has succeeded
+        if deadline is not None and (run is None or deadline < run):
+            delay, action = max(0.0, deadline - age), self._deadline_exceeded
+        else:
+            assert run is not None
+            delay, action = max(0.0, run - age), self._complete
+        planned = self._timers.get(key)
+        if planned is not None and abs(planned.when() - (self._loop.time() + delay)) < 0.01:
+            return
+        self._set_timer(key, delay, action, replace=True)
 
     def _set_timer(
         self, key: tuple[str, str], delay: float, action: Any, replace: bool = False
@@ -170,12 +199,33 @@ class Kubelet:
         self._write_status(pod, status)
 
     def _complete(self, pod: Obj) -> None:
+        code = _exit_code(pod)
+        self._terminate(pod, code, "Completed" if code == 0 else "Error")
+
+    def _deadline_exceeded(self, pod: Obj) -> None:
+        """The kubelet kills the containers and fails the pod (its phase says why, not a
+        condition: DeadlineExceeded is no disruption)."""
+        self._terminate(
+            pod, KILLED_EXIT_CODE, "Error", reason=DEADLINE_REASON, message=DEADLINE_MESSAGE
+        )
+
+    def _terminate(
+        self,
+        pod: Obj,
+        code: int,
+        container_reason: str,
+        reason: str | None = None,
+        message: str | None = None,
+    ) -> None:
         status = dict(pod.get("status") or {})
         if status.get("phase") != "Running":
             return
-        code = _exit_code(pod)
         now = rfc3339(self.api.clock())
         status["phase"] = "Succeeded" if code == 0 else "Failed"
+        if reason is not None:
+            status["reason"] = reason
+        if message is not None:
+            status["message"] = message
         status["conditions"] = [
             {
                 **c,
@@ -195,7 +245,7 @@ class Kubelet:
                 "state": {
                     "terminated": {
                         "exitCode": code,
-                        "reason": "Completed" if code == 0 else "Error",
+                        "reason": container_reason,
                         "startedAt": (cs.get("state") or {}).get("running", {}).get("startedAt"),
                         "finishedAt": now,
                     }
@@ -227,6 +277,14 @@ def _run_seconds(pod: Obj) -> float | None:
         return max(0.0, float(raw)) if raw is not None else None
     except ValueError:
         return None
+
+
+def _active_deadline(pod: Obj) -> float | None:
+    """``spec.activeDeadlineSeconds`` (a positive integer in the API; anything else is none)."""
+    raw = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
+        return None
+    return float(raw)
 
 
 def _exit_code(pod: Obj) -> int:

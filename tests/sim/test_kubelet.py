@@ -1,9 +1,12 @@
-"""The kubelet stand-in, observed over HTTP: start, run, finish, and confirm graceful kills."""
+"""The kubelet stand-in, observed over HTTP: start, run, finish (or hit the active deadline),
+and confirm graceful kills."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -215,3 +218,90 @@ async def test_without_kubelet_bound_pods_stay_pending() -> None:
         await asyncio.sleep(0.1)
         status, terminating, _ = await raw.get(f"{PODS}/p")
         assert status == 200 and terminating["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+async def test_active_deadline_fails_a_pod_that_runs_longer(kube: tuple[SimCluster, Raw]) -> None:
+    """As a real kubelet: counted from the start, Failed with reason DeadlineExceeded, the
+    containers killed; run-seconds never gets its turn."""
+    _, raw = kube
+    loop = asyncio.get_running_loop()
+    manifest = annotated("long", {"gang.sim/run-seconds": "30"})
+    manifest["spec"]["activeDeadlineSeconds"] = 1
+    await create_and_bind(raw, manifest, "node-00000")
+    running = await poll_pod(raw, "long", phase_is("Running"))
+    started = loop.time()
+    failed = await poll_pod(raw, "long", phase_is("Failed"))
+    assert 0.9 <= loop.time() - started < 2.0
+    status = failed["status"]
+    assert status["reason"] == "DeadlineExceeded"
+    assert status["message"] == "Pod was active on the node longer than the specified deadline"
+    assert conditions(failed)["Ready"] == "False"
+    [container] = status["containerStatuses"]
+    terminated = container["state"]["terminated"]
+    assert terminated["exitCode"] == 137 and terminated["reason"] == "Error"
+    assert terminated["startedAt"] == running["status"]["startTime"]
+    await asyncio.sleep(0.1)
+    assert (await get_pod(raw, "long"))["status"]["phase"] == "Failed"  # and it stays so
+
+
+async def test_a_job_ending_before_its_deadline_succeeds(kube: tuple[SimCluster, Raw]) -> None:
+    _, raw = kube
+    manifest = annotated("short", {"gang.sim/run-seconds": "0.15"})
+    manifest["spec"]["activeDeadlineSeconds"] = 1
+    await create_and_bind(raw, manifest, "node-00001")
+    done = await poll_pod(raw, "short", lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
+    assert done["status"]["phase"] == "Succeeded"
+    assert "reason" not in done["status"]
+
+
+async def test_a_deadline_alone_ends_a_pod(kube: tuple[SimCluster, Raw]) -> None:
+    """No run-seconds (a pod that would run forever): the deadline still ends it."""
+    _, raw = kube
+    await create_and_bind(raw, pod("forever", activeDeadlineSeconds=1), "node-00000")
+    failed = await poll_pod(raw, "forever", phase_is("Failed"))
+    assert failed["status"]["reason"] == "DeadlineExceeded"
+
+
+async def test_a_deadline_set_on_a_running_pod_is_enforced(kube: tuple[SimCluster, Raw]) -> None:
+    """activeDeadlineSeconds may be set on a running pod; the kubelet re-plans its end."""
+    _, raw = kube
+    loop = asyncio.get_running_loop()
+    await create_and_bind(raw, annotated("late", {"gang.sim/run-seconds": "30"}), "node-00000")
+    await poll_pod(raw, "late", phase_is("Running"))
+    started = loop.time()
+    status, body, _ = await raw.patch(f"{PODS}/late", {"spec": {"activeDeadlineSeconds": 1}})
+    assert status == 200, body
+    failed = await poll_pod(raw, "late", phase_is("Failed"))
+    assert loop.time() - started < 2.0
+    assert failed["status"]["reason"] == "DeadlineExceeded"
+
+
+async def test_fractional_run_seconds(kube: tuple[SimCluster, Raw]) -> None:
+    _, raw = kube
+    loop = asyncio.get_running_loop()
+    await create_and_bind(raw, annotated("frac", {"gang.sim/run-seconds": "0.35"}), "node-00000")
+    await poll_pod(raw, "frac", phase_is("Running"))
+    started = loop.time()
+    await poll_pod(raw, "frac", phase_is("Succeeded"))
+    assert 0.3 <= loop.time() - started < 1.0
+
+
+def test_sim_serve_kubelet_start_delay_flag(tmp_path: Path) -> None:
+    from gang.cli import build_parser
+    from gang.cli.sim_serve import UsageError, cluster_from_args
+
+    def parsed(*flags: str) -> argparse.Namespace:
+        return build_parser().parse_args(
+            ["sim", "serve", "--nodes", "2", "--kubeconfig", str(tmp_path / "k"), *flags]
+        )
+
+    cluster = cluster_from_args(parsed("--kubelet", "--kubelet-start-delay", "0.1"))
+    assert cluster.kubelet is not None and cluster.kubelet.config.start_delay == 0.1
+    cluster = cluster_from_args(parsed("--kubelet"))
+    assert cluster.kubelet is not None
+    assert cluster.kubelet.config.start_delay == KubeletConfig().start_delay
+    assert cluster_from_args(parsed()).kubelet is None
+    with pytest.raises(UsageError, match="needs --kubelet"):
+        cluster_from_args(parsed("--kubelet-start-delay", "0.1"))
+    with pytest.raises(UsageError, match="negative"):
+        cluster_from_args(parsed("--kubelet", "--kubelet-start-delay=-1"))
