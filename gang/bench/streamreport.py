@@ -107,13 +107,10 @@ def stream_table(results: Sequence[StreamResult]) -> str:
         lines.append(f"{gang.name:<14}{gang.created:>8.1f}s" + "".join(f"{c:>22}" for c in cells))
     lines.append("")
     lines.append(
-        "min wait: the wait on a cluster holding only the pods of gangs created earlier (their "
-        "actual bind and finish times);"
+        "min wait: the wait on a cluster serving only the gangs created earlier, each holding "
+        "its actual nodes from the gang's arrival (or its own binding) until it finished;"
     )
-    lines.append(
-        "  [n]: gangs created earlier and still waiting at that instant (the minimum leaves them "
-        "out: a lower bound)"
-    )
+    lines.append("  [n]: gangs created earlier and still waiting for their nodes at that instant")
     targets = first.targets
     lines.append(
         f"on target: bound within max({targets.factor:g} x min wait, min wait + "

@@ -213,8 +213,8 @@ class BigGangFigures:
     ratio: float | None
     #: bound within the target: ``wait <= max(factor * min_wait, min_wait + allowance)``
     within_target: bool
-    #: gangs created before it still not (wholly) bound at its minimum's instant: the minimum
-    #: leaves them out (they hold nothing yet), though a queue would serve them first
+    #: big gangs created before it still not (wholly) bound at its minimum's instant (counted
+    #: on the nodes they later got, as a queue serves them first)
     ahead_waiting: int = 0
 
 

@@ -117,9 +117,10 @@ class SchedulerConfig(BaseModel):
     #: reservation and backfill (gang.scheduling.reservation): a gang that fits the cluster but
     #: not now has the nodes that free up soonest held for it; off, big gangs can starve
     reservations: bool = True
-    #: at most this many reservations at a time, holding at most this share of the nodes
-    max_reservations: int = Field(default=4, ge=1, le=1000)
-    reservation_max_share: float = Field(default=0.5, gt=0, le=1)
+    #: at most this many reservations at a time, holding at most this share of the cluster
+    #: (of its scarcest resource: a reservation counts the largest fraction it holds of any)
+    max_reservations: int = Field(default=8, ge=1, le=1000)
+    reservation_max_share: float = Field(default=0.8, gt=0, le=1)
     #: a reservation whose gang has not placed within this long is dropped (and not renewed
     #: for as long again), so nothing blocks for ever
     max_reservation_seconds: float = Field(default=900.0, gt=0, le=7 * 24 * 3600)

@@ -56,6 +56,7 @@ from gang.scheduling.reservation import (
     apply_holds,
     declared_run,
     refreshed_start,
+    share_of,
     sorts_before,
 )
 from gang.scheduling.tracker import ClusterState
@@ -110,6 +111,9 @@ class Cycle:
         #: backfill, its declared run time, the wall clock the cycle decides at
         self._holding: list[Reservation] = []
         self._backfill: list[Reservation] = []
+        #: reservations the gang may use but avoids when it fits elsewhere (behind it, or
+        #: backfillable): its first placement attempt treats them as holding
+        self._avoid: list[Reservation] = []
         self._run: float | None = None
         self._now = 0.0
         #: what the gang held until this cycle began (dropped to be re-planned): not held
@@ -186,7 +190,11 @@ class Cycle:
                 return rejection
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
-        result = placer.place(snap, pods, need, anchors)
+        result: Placement | Unplaceable | None = None
+        if self._avoid:  # first away from reserved nodes it could use, so they drain
+            result = placer.place(self._snapshot(gang, avoid=True), pods, need, anchors)
+        if not isinstance(result, Placement):
+            result = placer.place(snap, pods, need, anchors)
         if not isinstance(result, Placement):
             message = self._describe_failure(gang, result)
             for post in profile.post_filters:
@@ -282,12 +290,13 @@ class Cycle:
 
     # --- preemption (PostFilter) ---------------------------------------------------------------
 
-    def _snapshot(self, gang: Gang) -> Snapshot:
+    def _snapshot(self, gang: Gang, avoid: bool = False) -> Snapshot:
         """The cache's snapshot as ``gang`` may use it: capacity held by reservations ahead of
         it taken off (unless it may backfill them); capacity nominated for lower-priority gangs
         lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
         cache = self.state.cache
-        snap = apply_holds(cache.snapshot(), self._holding, cache, self._kept)
+        holding = self._holding + self._avoid if avoid else self._holding
+        snap = apply_holds(cache.snapshot(), holding, cache, self._kept)
         lenders = [
             other
             for key in self.state.nominating
@@ -435,11 +444,12 @@ class Cycle:
         self._now = time.time()
         book = self.state.reservations
         if not book.by_gang:
-            self._holding, self._backfill, self._run = [], [], None
+            self._holding, self._backfill, self._avoid, self._run = [], [], [], None
             return
         self._run = declared_run(pending) if pending else None
         sort_key = self.state.queue_sort.sort_key(gang)
-        self._holding, self._backfill = book.against(gang, sort_key, self._run, self._now)
+        self._holding, self._backfill, behind = book.against(gang, sort_key, self._run, self._now)
+        self._avoid = self._backfill + behind
 
     def _placed_with_reservations(self, gang: Gang, placement: Placement) -> None:
         """The gang placed: its own reservation has done its work; a placement on capacity
@@ -492,8 +502,7 @@ class Cycle:
         if memo is not None and memo[:2] == (cache.version, book.version) and now < memo[2]:
             return message  # refused moments ago, and nothing it depends on has moved
         sort_key = self.state.queue_sort.sort_key(gang)
-        total = int(cache.valid.sum())
-        refusal = book.room_for(sort_key, total)
+        refusal = book.room_for(sort_key)
         if refusal is not None:
             return self._not_reserved(gang, message, refusal)
         saved, self._holding = (
@@ -512,7 +521,9 @@ class Cycle:
         plan = ReservationPlanner(trials, cache, gang.members, now).plan()
         if isinstance(plan, NoReservation):
             return self._not_reserved(gang, message, plan.why, planned=True)
-        admitted = book.admit(gang.key, sort_key, set(plan.held), total)
+        capacity = cache.allocatable[cache.valid].sum(axis=0)
+        share = share_of(plan.held.values(), capacity)
+        admitted = book.admit(gang.key, sort_key, share)
         if isinstance(admitted, str):
             return self._not_reserved(gang, message, admitted, planned=True)
         for res in admitted:
@@ -528,6 +539,7 @@ class Cycle:
             now,
             now + self.config.max_reservation_seconds,
             plan.waiting_for,
+            share,
         )
         reservation.timer = self._loop.call_later(
             self.config.max_reservation_seconds, self._reservation_expired, gang, reservation

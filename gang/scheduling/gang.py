@@ -103,6 +103,8 @@ class Reservation:
     expires: float
     #: running pods it waits for
     waiting_for: int
+    #: the largest fraction of any resource of the cluster it holds
+    share: float = 0.0
     timer: asyncio.TimerHandle | None = None
     #: recent backfill decisions into it (newest last)
     backfills: list[Backfill] = field(default_factory=list)

@@ -21,7 +21,8 @@ the members planned on it; the expected start is when the last pod the gang must
 them ends.
 
 Bounds (:class:`ReservationBook`): reservations are made in queue order, at most
-``max_reservations`` at a time over at most ``reservation_max_share`` of the nodes (a gang ahead
+``max_reservations`` at a time holding at most ``reservation_max_share`` of the cluster (of its
+scarcest resource: a reservation's share is the largest fraction it holds of any resource; a gang ahead
 in the queue takes the place of the last one behind it); none for a gang that would not fit the
 empty cluster (an impossible gang blocks nobody); a reservation that has not become placeable
 within ``max_reservation_seconds`` is dropped and not renewed for as long again, so nothing
@@ -265,7 +266,7 @@ class ReservationPlanner:
 class ReservationBook:
     """The reservations in force, their bounds, and what they hold against whom."""
 
-    def __init__(self, limit: int = 4, share: float = 0.5) -> None:
+    def __init__(self, limit: int = 8, share: float = 0.8) -> None:
         self.limit = limit
         self.share = share
         #: gang → its reservation (see ``Reservation``'s invariant)
@@ -288,58 +289,60 @@ class ReservationBook:
 
     def against(
         self, gang: Gang, sort_key: tuple[object, ...], run: float | None, now: float
-    ) -> tuple[list[Reservation], list[Reservation]]:
-        """The reservations ahead of ``gang`` in the queue: those that hold against it, and
-        those it may backfill (its declared run time ends before they are expected to start)."""
+    ) -> tuple[list[Reservation], list[Reservation], list[Reservation]]:
+        """The reservations as ``gang`` sees them: those ahead of it that hold against it;
+        those ahead it may backfill (its declared run time ends before they are expected to
+        start); and those behind it. It may use the capacity of the last two, but places
+        elsewhere when it can, so a reservation's nodes are left to drain."""
         holding: list[Reservation] = []
         backfill: list[Reservation] = []
+        behind: list[Reservation] = []
         for key, res in self.by_gang.items():
-            if key == gang.key or not sorts_before(res.sort_key, sort_key):
+            if key == gang.key:
                 continue
-            if run is not None and now + run <= res.start:
+            if not sorts_before(res.sort_key, sort_key):
+                behind.append(res)
+            elif run is not None and now + run <= res.start:
                 backfill.append(res)
             else:
                 holding.append(res)
-        return holding, backfill
+        return holding, backfill, behind
 
-    def room_for(self, sort_key: tuple[object, ...], total_nodes: int) -> str | None:
+    def room_for(self, sort_key: tuple[object, ...]) -> str | None:
         """Before planning: None if a reservation could be admitted (possibly in place of ones
         behind it), else why not."""
-        behind = [r for r in self.by_gang.values() if sorts_before(sort_key, r.sort_key)]
-        if len(self.by_gang) - len(behind) >= self.limit:
+        ahead = [r for r in self.by_gang.values() if not sorts_before(sort_key, r.sort_key)]
+        if len(ahead) >= self.limit:
             return f"{self.limit} reservation(s) ahead of it in the queue already (the limit)"
-        held = len({n for r in self.by_gang.values() if r not in behind for n in r.held})
-        if held >= self.share * total_nodes:
+        held = sum(r.share for r in ahead)
+        if held >= self.share:
             return (
-                f"reservations ahead of it hold {held} of {total_nodes} nodes already "
+                f"reservations ahead of it hold {held:.0%} of the cluster already "
                 f"(the limit is {self.share:.0%})"
             )
         return None
 
     def admit(
-        self, gang: GangKey, sort_key: tuple[object, ...], nodes: set[str], total_nodes: int
+        self, gang: GangKey, sort_key: tuple[object, ...], share: float
     ) -> list[Reservation] | str:
-        """Whether a reservation of ``nodes`` may be made: the reservations behind it that must
-        give way (last in queue order first), or why not."""
-        if len(nodes) > self.share * total_nodes:
+        """Whether a reservation holding ``share`` of the cluster may be made: the reservations
+        behind it that must give way (last in queue order first), or why not."""
+        if share > self.share:
             return (
-                f"it needs {len(nodes)} of {total_nodes} nodes held, more than the "
-                f"{self.share:.0%} reservations may hold"
+                f"it would hold {share:.0%} of the cluster, more than the {self.share:.0%} "
+                "reservations may hold"
             )
-        others = sorted(
-            (r for k, r in self.by_gang.items() if k != gang),
-            key=lambda r: r.sort_key,
-        )
+        others = sorted((r for k, r in self.by_gang.items() if k != gang), key=lambda r: r.sort_key)
         yielding: list[Reservation] = []
         while others:
-            held = {n for r in others for n in r.held} | nodes
-            if len(others) < self.limit and len(held) <= self.share * total_nodes:
+            if len(others) < self.limit and sum(r.share for r in others) + share <= self.share:
                 return yielding
             last = others[-1]
             if not sorts_before(sort_key, last.sort_key):
                 return (
-                    f"{len(others)} reservation(s) ahead of it hold {len(held - nodes)} node(s); "
-                    f"limits: {self.limit} reservations, {self.share:.0%} of the nodes"
+                    f"{len(others)} reservation(s) ahead of it hold "
+                    f"{sum(r.share for r in others):.0%} of the cluster; limits: {self.limit} "
+                    f"reservations, {self.share:.0%} of the cluster"
                 )
             yielding.append(others.pop())
         return yielding
@@ -441,3 +444,13 @@ def apply_holds(
 def sorts_before(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
     """Queue order: ``a`` sorts strictly before ``b``."""
     return a < b
+
+
+def share_of(held: Iterable[Free], allocatable: Free) -> float:
+    """The largest fraction of any resource of the cluster (``allocatable``: its total per
+    resource) that ``held`` holds."""
+    total = np.zeros_like(allocatable)
+    for vec in held:
+        total[: len(vec)] += vec[: len(total)]
+    positive = allocatable > 0
+    return float(np.max(total[positive] / allocatable[positive], initial=0.0))

@@ -27,6 +27,7 @@ from gang.scheduling.reservation import (
     expected_end,
     ready_time,
     refreshed_start,
+    share_of,
 )
 from gang.scheduling.trials import Trials
 from gang.state.cache import ClusterCache
@@ -221,9 +222,11 @@ def test_a_reservations_start_is_refreshed_from_the_pods_on_its_nodes() -> None:
 # --- the book -------------------------------------------------------------------------------
 
 
-def reservation(name: str, rank: int, nodes: list[str], start: float = NOW + 60) -> Reservation:
+def reservation(
+    name: str, rank: int, nodes: list[str], start: float = NOW + 60, share: float = 0.1
+) -> Reservation:
     held = {n: np.array([8]) for n in nodes}
-    return Reservation(GangKey("default", name), (rank,), held, start, NOW, NOW + 600, 1)
+    return Reservation(GangKey("default", name), (rank,), held, start, NOW, NOW + 600, 1, share)
 
 
 def book_with(*reservations: Reservation, limit: int = 2, share: float = 0.5) -> ReservationBook:
@@ -236,33 +239,40 @@ def book_with(*reservations: Reservation, limit: int = 2, share: float = 0.5) ->
 def test_holds_apply_only_to_gangs_behind_and_backfill_is_by_declared_end() -> None:
     book = book_with(reservation("a", 5, ["n0"], start=NOW + 60))
     behind, ahead = Gang(GangKey("default", "b")), Gang(GangKey("default", "c"))
-    assert book.against(ahead, (1,), None, NOW) == ([], [])
-    holding, backfill = book.against(behind, (9,), None, NOW)
-    assert [r.gang.group for r in holding] == ["a"] and backfill == []
-    holding, backfill = book.against(behind, (9,), 60.0, NOW)
+    holding, backfill, after = book.against(ahead, (1,), None, NOW)
+    assert (holding, backfill) == ([], []) and [r.gang.group for r in after] == ["a"]
+    holding, backfill, after = book.against(behind, (9,), None, NOW)
+    assert [r.gang.group for r in holding] == ["a"] and backfill == after == []
+    holding, backfill, _ = book.against(behind, (9,), 60.0, NOW)
     assert holding == [] and [r.gang.group for r in backfill] == ["a"]
-    holding, backfill = book.against(behind, (9,), 61.0, NOW)
+    holding, backfill, _ = book.against(behind, (9,), 61.0, NOW)
     assert [r.gang.group for r in holding] == ["a"] and backfill == []
 
 
 def test_the_limit_and_the_share_bound_reservations_in_queue_order() -> None:
     book = book_with(reservation("a", 1, ["n0"]), reservation("b", 5, ["n1"]))
     # full (2 reservations): a gang behind both is refused before planning ...
-    assert book.room_for((9,), 10) is not None
+    assert book.room_for((9,)) is not None
     # ... one between them takes the place of the one behind it
-    assert book.room_for((3,), 10) is None
-    yielding = book.admit(GangKey("default", "c"), (3,), {"n2"}, 10)
+    assert book.room_for((3,)) is None
+    yielding = book.admit(GangKey("default", "c"), (3,), 0.1)
     assert isinstance(yielding, list) and [r.gang.group for r in yielding] == ["b"]
-    # never more than the share of the nodes, even alone
-    assert "more than the 50%" in str(book.admit(GangKey("default", "d"), (0,), set("123456"), 10))
+    # never more than the share of the cluster, even alone
+    assert "more than the 50%" in str(book.admit(GangKey("default", "d"), (0,), 0.6))
 
 
-def test_the_share_counts_nodes_held_by_reservations_ahead() -> None:
-    book = book_with(reservation("a", 1, ["n0", "n1", "n2"]), limit=4, share=0.5)
-    assert book.room_for((5,), 6) is not None  # 3 of 6 held: the share is used up
-    refused = book.admit(GangKey("default", "b"), (5,), {"n3"}, 8)
-    assert refused == []  # 4 of 8 with it: allowed
-    assert isinstance(book.admit(GangKey("default", "b"), (5,), {"n3", "n4"}, 8), str)
+def test_the_share_counts_what_reservations_ahead_hold() -> None:
+    book = book_with(reservation("a", 1, ["n0", "n1", "n2"], share=0.5), limit=4, share=0.75)
+    assert book.room_for((5,)) is None
+    assert book.admit(GangKey("default", "b"), (5,), 0.25) == []  # 75% with it: allowed
+    assert isinstance(book.admit(GangKey("default", "b"), (5,), 0.3), str)
+    assert book_with(reservation("a", 1, ["n0"], share=0.75), share=0.75).room_for((5,))
+
+
+def test_a_reservations_share_is_its_scarcest_resource() -> None:
+    capacity = np.array([64, 512, 8])  # cpu, memory, gpu
+    assert share_of([np.array([8, 64, 4])], capacity) == 0.5  # half the GPUs
+    assert share_of([np.array([32, 0, 1]), np.array([16, 0, 1])], capacity) == 0.75  # cpu
 
 
 def test_drop_keeps_the_gang_and_the_book_in_step() -> None:
