@@ -190,11 +190,7 @@ class Cycle:
                 return rejection
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
-        result: Placement | Unplaceable | None = None
-        if self._avoid:  # first away from reserved nodes it could use, so they drain
-            result = placer.place(self._snapshot(gang, avoid=True), pods, need, anchors)
-        if not isinstance(result, Placement):
-            result = placer.place(snap, pods, need, anchors)
+        result = placer.place(snap, pods, need, anchors)
         if not isinstance(result, Placement):
             message = self._describe_failure(gang, result)
             for post in profile.post_filters:

@@ -169,8 +169,9 @@ async def test_pods_of_another_scheduler_reduce_capacity() -> None:
         failure = next(e for e in await api.events() if e["reason"] == "FailedScheduling")
         assert failure["message"] == (
             "gang default/pair needs 2 more member(s) placed together, only 1 fit; "
-            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
-        )
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. "
+            "reservation: holding 2 node(s) for it until running pods there finish"
+        )  # the foreign pods' nodes are held for it (reservation), so nothing new goes there
         await api.core.delete_namespaced_pod("other-0", "default", grace_period_seconds=0)
         await asyncio.sleep(0.5)
         assert not {"pair-0", "pair-1"} & set(await api.bound())  # 5 GPUs free there: still short
