@@ -23,17 +23,15 @@ import math
 import random
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gang.bench.workload import NAMESPACE, GangSpec, podgroup
-from gang.models.podgroup import POD_GROUP_LABEL
+from gang.bench.workload import GangSpec, member_pods, podgroup
 from gang.sim.kubelet import RUN_SECONDS
 from gang.sim.nodespec import GPU_RESOURCE, NodeSpecError, parse_pools
+from gang.state.podinfo import EXPECTED_RUN_ANNOTATION
 
-#: the run time a pod declares to the scheduler (seconds, may be fractional)
-EXPECTED_RUN_SECONDS: Final = "gang.scheduling/expected-run-seconds"
 Kind = Literal["big", "small"]
 
 
@@ -223,22 +221,9 @@ def pods(gang: StreamGang, config: MixedStreamConfig) -> list[dict[str, Any]]:
         )
     annotations = {
         RUN_SECONDS: f"{gang.run_seconds:g}",
-        EXPECTED_RUN_SECONDS: f"{gang.declared_seconds:g}",
+        EXPECTED_RUN_ANNOTATION: f"{gang.declared_seconds:g}",
     }
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{gang.name}-{i:03d}",
-                "namespace": NAMESPACE,
-                "labels": {POD_GROUP_LABEL: gang.name, "gang-bench": "1"},
-                "annotations": dict(annotations),
-            },
-            "spec": spec,
-        }
-        for i in range(gang.size)
-    ]
+    return member_pods(gang.name, gang.size, spec, annotations)
 
 
 def stream_podgroup(gang: StreamGang) -> dict[str, Any]:

@@ -145,16 +145,25 @@ def pods(
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     spec.update(rules_spec(gang.name, config.rules))
+    return member_pods(gang.name, gang.size, spec)
+
+
+def member_pods(
+    group: str, size: int, spec: dict[str, Any], annotations: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """``size`` benchmark pods of PodGroup ``group`` sharing ``spec`` (and ``annotations``)."""
+    metadata: dict[str, Any] = {
+        "namespace": NAMESPACE,
+        "labels": {POD_GROUP_LABEL: group, "gang-bench": "1"},
+    }
+    if annotations:
+        metadata["annotations"] = annotations
     return [
         {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {
-                "name": f"{gang.name}-{i:03d}",
-                "namespace": NAMESPACE,
-                "labels": {POD_GROUP_LABEL: gang.name, "gang-bench": "1"},
-            },
+            "metadata": {**metadata, "name": f"{group}-{i:03d}"},
             "spec": spec,
         }
-        for i in range(gang.size)
+        for i in range(size)
     ]

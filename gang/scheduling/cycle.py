@@ -111,9 +111,6 @@ class Cycle:
         #: backfill, its declared run time, the wall clock the cycle decides at
         self._holding: list[Reservation] = []
         self._backfill: list[Reservation] = []
-        #: reservations the gang may use but avoids when it fits elsewhere (behind it, or
-        #: backfillable): its first placement attempt treats them as holding
-        self._avoid: list[Reservation] = []
         self._run: float | None = None
         self._now = 0.0
         #: what the gang held until this cycle began (dropped to be re-planned): not held
@@ -286,13 +283,12 @@ class Cycle:
 
     # --- preemption (PostFilter) ---------------------------------------------------------------
 
-    def _snapshot(self, gang: Gang, avoid: bool = False) -> Snapshot:
+    def _snapshot(self, gang: Gang) -> Snapshot:
         """The cache's snapshot as ``gang`` may use it: capacity held by reservations ahead of
         it taken off (unless it may backfill them); capacity nominated for lower-priority gangs
         lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
         cache = self.state.cache
-        holding = self._holding + self._avoid if avoid else self._holding
-        snap = apply_holds(cache.snapshot(), holding, cache, self._kept)
+        snap = apply_holds(cache.snapshot(), self._holding, cache, self._kept)
         lenders = [
             other
             for key in self.state.nominating
@@ -440,12 +436,11 @@ class Cycle:
         self._now = time.time()
         book = self.state.reservations
         if not book.by_gang:
-            self._holding, self._backfill, self._avoid, self._run = [], [], [], None
+            self._holding, self._backfill, self._run = [], [], None
             return
         self._run = declared_run(pending) if pending else None
         sort_key = self.state.queue_sort.sort_key(gang)
-        self._holding, self._backfill, behind = book.against(gang, sort_key, self._run, self._now)
-        self._avoid = self._backfill + behind
+        self._holding, self._backfill = book.against(gang, sort_key, self._run, self._now)
 
     def _placed_with_reservations(self, gang: Gang, placement: Placement) -> None:
         """The gang placed: its own reservation has done its work; a placement on capacity

@@ -284,29 +284,24 @@ class ReservationBook:
     def __len__(self) -> int:
         return len(self.by_gang)
 
-    def held_nodes(self, besides: GangKey | None = None) -> set[str]:
-        return {n for key, r in self.by_gang.items() if key != besides for n in r.held}
+    def held_nodes(self) -> set[str]:
+        return {n for r in self.by_gang.values() for n in r.held}
 
     def against(
         self, gang: Gang, sort_key: tuple[object, ...], run: float | None, now: float
-    ) -> tuple[list[Reservation], list[Reservation], list[Reservation]]:
-        """The reservations as ``gang`` sees them: those ahead of it that hold against it;
-        those ahead it may backfill (its declared run time ends before they are expected to
-        start); and those behind it. It may use the capacity of the last two, but places
-        elsewhere when it can, so a reservation's nodes are left to drain."""
+    ) -> tuple[list[Reservation], list[Reservation]]:
+        """The reservations ahead of ``gang`` in the queue: those that hold against it, and
+        those it may backfill (its declared run time ends before they are expected to start)."""
         holding: list[Reservation] = []
         backfill: list[Reservation] = []
-        behind: list[Reservation] = []
         for key, res in self.by_gang.items():
-            if key == gang.key:
+            if key == gang.key or not sorts_before(res.sort_key, sort_key):
                 continue
-            if not sorts_before(res.sort_key, sort_key):
-                behind.append(res)
-            elif run is not None and now + run <= res.start:
+            if run is not None and now + run <= res.start:
                 backfill.append(res)
             else:
                 holding.append(res)
-        return holding, backfill, behind
+        return holding, backfill
 
     def room_for(self, sort_key: tuple[object, ...]) -> str | None:
         """Before planning: None if a reservation could be admitted (possibly in place of ones

@@ -18,7 +18,6 @@ from pydantic.fields import FieldInfo
 from gang.bench.streamreport import stream_table
 from gang.bench.streamrun import metric_sums, reservations_override, result_json, run_stream
 from gang.bench.streams import (
-    EXPECTED_RUN_SECONDS,
     MixedStreamConfig,
     plan,
     pods,
@@ -27,6 +26,7 @@ from gang.bench.streams import (
 )
 from gang.cli import main
 from gang.sim.kubelet import RUN_SECONDS
+from gang.state.podinfo import EXPECTED_RUN_ANNOTATION
 
 TINY = MixedStreamConfig(
     nodes="8:gpu=8,cpu=64,memory=512Gi",
@@ -76,7 +76,7 @@ def test_pods_declare_their_run_time() -> None:
     first = members[0]
     annotations = first["metadata"]["annotations"]
     assert float(annotations[RUN_SECONDS]) == gang.run_seconds
-    assert float(annotations[EXPECTED_RUN_SECONDS]) == gang.declared_seconds
+    assert float(annotations[EXPECTED_RUN_ANNOTATION]) == gang.declared_seconds
     spec = first["spec"]
     assert spec["schedulerName"] == "gang-scheduler"
     assert spec["terminationGracePeriodSeconds"] == 0
