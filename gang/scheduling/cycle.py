@@ -677,10 +677,14 @@ class Cycle:
         return len(members) + len(self.state.drop_placeholders(gang))
 
     def settle(self, gang: Gang) -> None:
-        """Shutting down: unreserve, and give up any nomination and reservation."""
+        """Shutting down: unreserve, and give up any nomination. A reservation only stops its
+        expiry timer: it ends with the process, and its ``Reserved`` condition stays written,
+        as the next scheduler makes it again first (queue order) — the status written on the
+        way out must not say the capacity became free."""
         self.unreserve(gang)
         self._preemption_over(gang)
-        self.state.reservations.drop(gang)
+        if gang.reservation is not None:
+            gang.reservation.cancel()
 
     def release(self, gang: Gang, message: str, backoff: bool) -> None:
         """Unreserve the gang, say why, and requeue it."""
