@@ -173,15 +173,13 @@ class Trials:
 
 
 def usable(unheld: Free, held: Free | None, kept: Free | None) -> Free:
-    """Free capacity with reservation holds taken off (never below zero), except what the
-    gang held itself."""
+    """Free capacity with reservation holds taken off, except what the gang held itself; never
+    more than ``unheld`` (a dropped nomination on a node whose victims still run frees nothing
+    yet), and never below zero unless ``unheld`` already is."""
     if held is None:
         return unheld
-    out: Free = (
-        np.maximum(unheld - held, 0)
-        if kept is None
-        else (np.maximum(unheld - kept - held, 0) + kept)
-    )
+    own = 0 if kept is None else np.minimum(kept, np.maximum(unheld, 0))
+    out: Free = np.minimum(unheld, np.maximum(unheld - own - held, 0) + own)
     return out
 
 

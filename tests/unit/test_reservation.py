@@ -29,7 +29,7 @@ from gang.scheduling.reservation import (
     refreshed_start,
     share_of,
 )
-from gang.scheduling.trials import Trials
+from gang.scheduling.trials import Trials, usable
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, PodInfo, parse_pod
 
@@ -296,3 +296,21 @@ def test_what_a_gang_held_itself_is_not_held_against_it() -> None:
     snap = apply_holds(world.cache.snapshot(), [ahead], world.cache, [(mine, "n0")])
     assert snap.free[0, gpu] == 3  # its own 3 GPUs, nothing of the 5 others
     assert apply_holds(world.cache.snapshot(), [ahead], world.cache).free[0, gpu] == 0
+
+
+@pytest.mark.parametrize(
+    ("unheld", "held", "kept", "expected"),
+    [
+        ([8], [8], None, [0]),  # held for another gang: nothing left
+        ([8], [8], [4], [4]),  # its own dropped placeholder is exempt from the hold
+        ([8], [2], [4], [6]),  # the hold takes only from what is not its own
+        ([0], [8], [4], [0]),  # a dropped nomination whose victims still run frees nothing
+        ([2], [8], [4], [2]),  # ... or only what has already been freed
+        ([-2], [1], [4], [-2]),  # over-committed stays over-committed
+    ],
+)
+def test_usable_never_exceeds_the_real_free(
+    unheld: list[int], held: list[int], kept: list[int] | None, expected: list[int]
+) -> None:
+    got = usable(np.array(unheld), np.array(held), None if kept is None else np.array(kept))
+    assert got.tolist() == expected
