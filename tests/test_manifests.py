@@ -28,7 +28,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gang.binding.reporter import podgroup_status
+from gang.binding.groupstatus import coscheduling_status as podgroup_status
+from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
     POD_GROUP_PLURAL,
@@ -100,10 +101,11 @@ CLUSTER_PERMISSIONS = {
         for verb in ("get", "list", "watch")
     ),
     ("", "events", "create"),
-    (POD_GROUP_GROUP, POD_GROUP_PLURAL, "get"),
-    (POD_GROUP_GROUP, POD_GROUP_PLURAL, "list"),
-    (POD_GROUP_GROUP, POD_GROUP_PLURAL, "watch"),
-    (POD_GROUP_GROUP, f"{POD_GROUP_PLURAL}/status", "patch"),
+    # every gang API's objects are watched, and their status written where they have one
+    *((api.group, api.plural, verb) for api in GROUP_APIS for verb in ("get", "list", "watch")),
+    *((api.group, f"{api.plural}/status", "patch") for api in GROUP_APIS if api.has_status),
+    # a CRD without a status subresource (Volcano's) has its status patched with the object
+    *((api.group, api.plural, "patch") for api in GROUP_APIS if not api.status_subresource),
 }
 LEASE_PERMISSIONS = {
     ("coordination.k8s.io", "leases", "get"),

@@ -20,7 +20,7 @@ from typing import Any
 from gang.app.profiles import build_profiles
 from gang.binding.binder import Binder
 from gang.binding.evictor import Evictor
-from gang.binding.reporter import PODGROUPS, KubeReporter
+from gang.binding.reporter import KubeReporter
 from gang.kube.informer import Informer
 from gang.kube.ratelimit import TokenBucket
 from gang.kube.transport import (
@@ -36,8 +36,10 @@ from gang.kube.transport import (
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
+    Kind,
     Kube,
 )
+from gang.models.groupapis import COSCHEDULING, GROUP_APIS, NATIVE, WORKLOAD, GroupApi
 from gang.models.settings import SchedulerConfig
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
@@ -91,7 +93,9 @@ class GangScheduler:
             cfg, PluginContext(cfg, self.cache.index, self.kube, self.cache)
         )
         names = list(self.profiles)
-        self.reporter = KubeReporter(self.kube, names[0], self.instance)
+        self.reporter = KubeReporter(
+            self.kube, names[0], self.instance, fits=self.cache.fits_allocatable
+        )
         self.state = ClusterState(
             names,
             self.cache,
@@ -141,10 +145,38 @@ class GangScheduler:
                 (REPLICATION_CONTROLLERS, self.state.selecting["ReplicationController"]),
                 (PDBS, self.state.budgets),
                 (NODES, self.state.nodes),
-                (PODGROUPS, self.state.groups),
                 (PODS, self.state.pods),
             )
         ]
+
+    async def _watch_group_apis(self) -> None:
+        """Discovery: watch each gang API the server serves, in the first version of it gang
+        understands (``gang.models.groupapis``). Coscheduling's is always watched (gang ships
+        its CRD); the 1.35 Workload only where no native PodGroup is served (from 1.36 pods
+        name PodGroups, and Workloads only hold their templates)."""
+        cfg = self.config
+        watched: list[tuple[GroupApi, str]] = []
+        for api in GROUP_APIS:
+            if api.name == COSCHEDULING:
+                watched.append((api, api.versions[0]))
+                continue
+            if api.name == WORKLOAD and any(w.name == NATIVE for w, _ in watched):
+                continue
+            for version in api.versions:
+                if await self.kube.serves(api.group, version, api.plural):
+                    watched.append((api, version))
+                    break
+        for api, version in watched:
+            log.info("watching %s.%s %s", api.plural, api.group, version)
+            name = api.plural if api.name == COSCHEDULING else f"{api.plural}.{api.group}"
+            informer = Informer(
+                self.kube,
+                Kind(name, api.group, version, api.plural),
+                self.state.groups[api.name],
+                resync_period=cfg.resync_period_seconds,
+                watch_timeout=cfg.watch_timeout_seconds,
+            )
+            self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
 
     async def run(self) -> None:
         """Run until cancelled (or until a task fails, which is raised)."""
@@ -152,6 +184,7 @@ class GangScheduler:
             raise RuntimeError("a GangScheduler runs once")
         self._started = True
         self._build()
+        await self._watch_group_apis()
         try:
             async with asyncio.TaskGroup() as tasks:
                 for informer in self.informers:

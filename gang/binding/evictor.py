@@ -31,7 +31,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gang.binding.reporter import rfc3339_now
+from gang.binding.groupstatus import rfc3339_now
 from gang.kube.transport import Kube, KubeError, backoff_delay
 from gang.scheduling.gang import Gang
 from gang.scheduling.preemption import Plan, VictimGang, quorum, victim_key

@@ -14,159 +14,36 @@ import asyncio
 import contextlib
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any
 
+from gang.binding.groupstatus import FitsCluster, group_status, rfc3339_now
 from gang.kube.transport import Kind, Kube, KubeError
+from gang.models.groupapis import API_BY_NAME
 from gang.models.podgroup import (
-    POD_GROUP_GROUP,
-    POD_GROUP_PLURAL,
-    POD_GROUP_VERSION,
-    RESERVED_CONDITION,
     PodGroupInfo,
-    held_nodes_text,
 )
 from gang.scheduling.gang import Gang
-from gang.scheduling.plugins import unsupported_message
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-PODGROUPS = Kind("podgroups", POD_GROUP_GROUP, POD_GROUP_VERSION, POD_GROUP_PLURAL)
 EVENT_QUEUE_LIMIT = 10_000
 STATUS_FLUSH_SECONDS = 0.2
-
-
-def rfc3339_now() -> str:
-    """The current time as the API writes it (RFC 3339, whole seconds, UTC)."""
-    return _rfc3339(time.time())
-
-
-def podgroup_status(gang: Gang, previous: dict[str, Any]) -> dict[str, Any]:
-    """The PodGroup status for the gang's current state (Coscheduling's fields and phases)."""
-    members = list(gang.members.values())
-    scheduled = sum(1 for p in members if p.assigned)
-    running = sum(1 for p in members if p.assigned and p.phase == "Running")
-    succeeded = sum(1 for p in members if p.phase == "Succeeded")
-    failed = sum(1 for p in members if p.phase == "Failed")
-    need = gang.min_member
-    if failed and running + succeeded < need:
-        phase = "Failed"
-    elif succeeded >= need and running == 0:
-        phase = "Finished"
-    elif running + succeeded >= need:
-        phase = "Running"
-    elif scheduled >= need:
-        phase = "Scheduled"
-    elif gang.reserved or gang.last_failure is not None:
-        phase = "Scheduling"
-    else:
-        phase = "Pending"
-    status: dict[str, Any] = {
-        "phase": phase,
-        "scheduled": scheduled,
-        "running": running,
-        "succeeded": succeeded,
-        "failed": failed,
-    }
-    start = previous.get("scheduleStartTime")
-    if start is None and phase != "Pending":
-        start = rfc3339_now()
-    if start is not None:
-        status["scheduleStartTime"] = start
-    conditions = []
-    if gang.podgroup is not None and gang.podgroup.error is not None:
-        conditions.append(
-            _condition(previous, "Valid", "False", "InvalidSpec", gang.podgroup.error)
-        )
-    refused = unsupported_message(gang)
-    if refused is not None:
-        conditions.append(_condition(previous, "Supported", "False", "UnsupportedField", refused))
-    if gang.preempted_by is not None:
-        conditions.append(
-            _condition(
-                previous,
-                "DisruptionTarget",
-                "True",
-                "PreemptionByScheduler",
-                f"members preempted by {gang.preempted_by}",
-            )
-        )
-    reserved = _reserved_condition(gang, previous)
-    if reserved is not None:
-        conditions.append(reserved)
-    if phase in ("Pending", "Scheduling"):
-        message = gang.last_failure or f"{gang.placed()}/{need} members placed"
-        conditions.append(_condition(previous, "Scheduled", "False", "Unschedulable", message))
-    elif phase != "Failed":
-        conditions.append(
-            _condition(
-                previous,
-                "Scheduled",
-                "True",
-                "GangScheduled",
-                f"{scheduled} member(s) bound, minMember {need}",
-            )
-        )
-    status["conditions"] = conditions
-    return status
-
-
-def _reserved_condition(gang: Gang, previous: dict[str, Any]) -> dict[str, Any] | None:
-    """``Reserved``: True while capacity is held for the gang (which nodes, expected start);
-    False after a reservation expired, until the gang places or may reserve again."""
-    res = gang.reservation
-    if res is not None:
-        return _condition(
-            previous,
-            RESERVED_CONDITION,
-            "True",
-            "CapacityReserved",
-            f"{held_nodes_text(res.nodes)}; expected start {_rfc3339(res.start)}, once "
-            f"{res.waiting_for} running pod(s) there finish; expires {_rfc3339(res.expires)}",
-        )
-    if gang.reservation_expired is not None and time.time() < gang.reserve_after:
-        return _condition(
-            previous, RESERVED_CONDITION, "False", "ReservationExpired", gang.reservation_expired
-        )
-    return None
-
-
-def _rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _condition(
-    previous: dict[str, Any], kind: str, state: str, reason: str, message: str
-) -> dict[str, Any]:
-    """A condition keeping its lastTransitionTime while its status does not change."""
-    old = next(
-        (
-            c
-            for c in previous.get("conditions") or []
-            if isinstance(c, dict) and c.get("type") == kind
-        ),
-        None,
-    )
-    since = old.get("lastTransitionTime") if old and old.get("status") == state else rfc3339_now()
-    return {
-        "type": kind,
-        "status": state,
-        "reason": reason,
-        "message": message[:1024],
-        "lastTransitionTime": since,
-    }
 
 
 class KubeReporter:
     """Implements the scheduling side's Reporter on top of the API."""
 
-    def __init__(self, kube: Kube, component: str, instance: str) -> None:
+    def __init__(
+        self, kube: Kube, component: str, instance: str, fits: FitsCluster | None = None
+    ) -> None:
         self.kube = kube
+        #: whether requests fit the cluster's allocatable at all (None: not known yet)
+        self.fits: FitsCluster = fits or (lambda requests: None)
         self.component = component
         self.instance = instance
         self._events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(EVENT_QUEUE_LIMIT)
-        self._dirty: dict[tuple[str, str], Gang] = {}
+        self._dirty: dict[tuple[str, str], Gang | PodGroupInfo] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
         self._wake = asyncio.Event()
         self.dropped_events = 0
@@ -185,11 +62,12 @@ class KubeReporter:
         )
 
     def podgroup_event(self, group: PodGroupInfo, kind: str, reason: str, message: str) -> None:
+        api = API_BY_NAME[group.api]
         self._enqueue(
             group.namespace,
             {
-                "kind": "PodGroup",
-                "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
+                "kind": api.kind,
+                "apiVersion": f"{api.group}/{group.version}",
                 "namespace": group.namespace,
                 "name": group.name,
                 "uid": group.uid,
@@ -203,6 +81,11 @@ class KubeReporter:
         if gang.single or gang.podgroup is None:
             return
         self._dirty[(gang.key.namespace, gang.key.group)] = gang
+        self._wake.set()
+
+    def group_changed(self, group: PodGroupInfo) -> None:
+        """A pod group without pods changed (a Volcano group may now be ``Inqueue``)."""
+        self._dirty.setdefault(group.key, group)
         self._wake.set()
 
     # --- background work -----------------------------------------------------------------
@@ -245,31 +128,40 @@ class KubeReporter:
             self._wake.clear()
             await asyncio.sleep(STATUS_FLUSH_SECONDS)  # coalesce bursts of changes
             dirty, self._dirty = self._dirty, {}
-            for key, gang in dirty.items():
-                await self._write(key, gang)
+            for key, item in dirty.items():
+                await self._write(key, item)
 
-    async def _write(self, key: tuple[str, str], gang: Gang) -> None:
-        if gang.podgroup is None:
+    async def _write(self, key: tuple[str, str], item: Gang | PodGroupInfo) -> None:
+        gang = item if isinstance(item, Gang) else None
+        group = item.podgroup if isinstance(item, Gang) else item
+        if group is None:
             return
-        previous = dict(self._written.get(key) or gang.podgroup.status or {})
-        status = podgroup_status(gang, previous)
-        if status == previous:
+        api = API_BY_NAME[group.api]
+        if not api.has_status:
             return
+        previous = dict(self._written.get(key) or group.status or {})
+        status = group_status(group, gang, previous, self.fits)
+        if status is None or status == previous:
+            return
+        kind = Kind(api.plural, api.group, group.version, api.plural)
         try:
-            await self.kube.patch_custom_status(PODGROUPS, key[0], key[1], status)
+            if api.status_subresource:
+                await self.kube.patch_custom_status(kind, group.namespace, group.name, status)
+            else:
+                await self.kube.patch_custom(kind, group.namespace, group.name, {"status": status})
             self._written[key] = status
             self.status_writes += 1
         except KubeError as err:
             if err.status != 404:
-                log.warning("PodGroup %s/%s status not written: %s", key[0], key[1], err)
-                self._dirty.setdefault(key, gang)
+                log.warning("%s %s/%s status not written: %s", api.kind, *key, err)
+                self._dirty.setdefault(key, item)
 
     async def flush(self, seconds: float = 5.0) -> None:
         """Write pending status and events now (shutdown, tests)."""
         deadline = time.monotonic() + seconds
         dirty, self._dirty = self._dirty, {}
-        for key, gang in dirty.items():
-            await self._write(key, gang)
+        for key, item in dirty.items():
+            await self._write(key, item)
         while not self._events.empty() and time.monotonic() < deadline:
             namespace, event = self._events.get_nowait()
             with contextlib.suppress(KubeError):

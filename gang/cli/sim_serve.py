@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gang.sim.resources import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
+
 if TYPE_CHECKING:
     from gang.sim.cluster import SimCluster
 
@@ -54,6 +56,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="watch events retained per resource before 410 Expired",
     )
     serve.add_argument("--bookmark-interval", type=float, default=60.0)
+    serve.add_argument(
+        "--kubernetes-version",
+        choices=KUBERNETES_VERSIONS,
+        default=DEFAULT_KUBERNETES_VERSION,
+        help="the release whose APIs are served: the native scheduling.k8s.io gang API "
+        "differs (default: %(default)s)",
+    )
     faults = serve.add_argument_group("fault injection")
     faults.add_argument("--latency", type=float, default=0.0, help="seconds added per request")
     faults.add_argument("--latency-jitter", type=float, default=0.0)
@@ -121,6 +130,7 @@ def cluster_from_args(args: argparse.Namespace) -> SimCluster:
         bookmark_interval=args.bookmark_interval,
         token=args.token,
         kubeconfig_path=args.kubeconfig.resolve(),
+        kubernetes_version=args.kubernetes_version,
     )
 
 

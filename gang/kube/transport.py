@@ -196,6 +196,20 @@ class Kube:
             kind.group, kind.version, kind.plural, _preload_content=False, **params
         )
 
+    async def serves(self, group: str, version: str, plural: str) -> bool:
+        """Discovery: does the API server serve ``plural`` in ``group/version``?"""
+        try:
+            answer = await self.request(
+                lambda: self.custom.get_api_resources(group, version, _preload_content=False),
+                limited=False,
+            )
+        except KubeError as err:
+            if err.status in (404, 503):  # not served (or its aggregated server is down)
+                return False
+            raise
+        resources = answer.json().get("resources") or []
+        return any(isinstance(r, dict) and r.get("name") == plural for r in resources)
+
     async def list(self, kind: Kind) -> tuple[list[Obj], str]:
         """All objects of ``kind`` and the list's resourceVersion (paged, 500 per request)."""
         items: list[Obj] = []
@@ -321,6 +335,21 @@ class Kube:
             raise
         result: Obj = answer.json()
         return result
+
+    async def patch_custom(self, kind: Kind, namespace: str, name: str, patch: Obj) -> None:
+        """A JSON merge patch of the object itself (a CRD without a status subresource)."""
+        await self.request(
+            lambda: self.custom.patch_namespaced_custom_object(
+                kind.group,
+                kind.version,
+                namespace,
+                kind.plural,
+                name,
+                patch,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+            )
+        )
 
     async def patch_custom_status(self, kind: Kind, namespace: str, name: str, status: Obj) -> None:
         await self.request(

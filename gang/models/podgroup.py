@@ -76,10 +76,23 @@ class PodGroupInfo:
     #: why the spec is unusable, or None; a group with an error is never scheduled
     error: str | None = None
     status: Mapping[str, Any] = field(default_factory=dict)
+    #: the API it was read from (see ``gang.models.groupapis``) and in which version
+    api: str = "coscheduling"
+    version: str = POD_GROUP_VERSION
+    #: the gang's name among all APIs: ``name`` with the API's prefix ("" for Coscheduling)
+    group: str = ""
+    #: the group's own priority (native ``spec.priority``): the gang's, when set
+    priority: int | None = None
+    priority_class_name: str = ""
+    #: Volcano: the queue it names (shown, not yet enforced) and per-task minimums
+    queue: str = ""
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    #: its pods may be preempted one by one (native ``disruptionMode: Pod`` / ``single``)
+    disrupt_single: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
-        return self.namespace, self.name
+        return self.namespace, self.group or self.name
 
 
 def _datetime(value: Any) -> datetime | None:
@@ -98,7 +111,7 @@ def parse_timestamp(value: Any) -> float:
     return moment.timestamp() if moment is not None else 0.0
 
 
-def _describe(err: ValidationError) -> str:
+def describe_errors(err: ValidationError) -> str:
     parts = []
     for problem in err.errors():
         where = ".".join(str(p) for p in problem["loc"])
@@ -140,8 +153,8 @@ def _status(value: Any) -> Mapping[str, Any]:
     return status
 
 
-def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
-    """Raw PodGroup JSON → PodGroupInfo; an invalid spec yields ``error``, never an exception."""
+def podgroup_base(raw: Mapping[str, Any]) -> PodGroupInfo:
+    """What every gang API's object shares: identity, version, age, the status it carries."""
     meta = raw.get("metadata")
     if not isinstance(meta, Mapping):
         meta = {}
@@ -149,7 +162,7 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
         rv = int(meta.get("resourceVersion") or 0)
     except (TypeError, ValueError):
         rv = 0
-    base = PodGroupInfo(
+    return PodGroupInfo(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
@@ -157,13 +170,18 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
         creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
         status=_status(raw.get("status")),
     )
+
+
+def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
+    """Raw PodGroup JSON → PodGroupInfo; an invalid spec yields ``error``, never an exception."""
+    base = podgroup_base(raw)
     spec = raw.get("spec")
     if not isinstance(spec, Mapping):
         return replace(base, error="spec: required, with spec.minMember")
     try:
         parsed = PodGroupSpec.model_validate(spec)
     except ValidationError as err:
-        return replace(base, error=_describe(err))
+        return replace(base, error=describe_errors(err))
     timeout = parsed.schedule_timeout_seconds
     return replace(
         base,

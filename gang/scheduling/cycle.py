@@ -188,6 +188,16 @@ class Cycle:
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
         result = placer.place(snap, pods, need, anchors)
+        if (
+            isinstance(result, Placement)
+            and need < len(pods)
+            and gang.tasks_short(result.assignments)
+        ):  # minMember placed, but not every task's minimum: each task's members first
+            mandatory = gang.task_minimums(pods)
+            if len(mandatory) >= need:
+                result = placer.place(snap, mandatory, len(mandatory), anchors)
+            else:
+                result = placer.place(snap, pods, len(pods), anchors)
         if not isinstance(result, Placement):
             message = self._describe_failure(gang, result)
             for post in profile.post_filters:

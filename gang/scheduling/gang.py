@@ -23,6 +23,7 @@ unreserved, re-planned or POSTed again while the confirming watch event is on it
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -165,6 +166,10 @@ class Gang:
 
     @property
     def priority(self) -> int:
+        """The group's own priority where its API gives one (native ``spec.priority``), else
+        its highest member's."""
+        if self.podgroup is not None and self.podgroup.priority is not None:
+            return self.podgroup.priority
         return max((p.priority for p in self.members.values()), default=0)
 
     @property
@@ -180,6 +185,35 @@ class Gang:
     @property
     def timeout(self) -> float | None:
         return self.podgroup.schedule_timeout_seconds if self.podgroup is not None else None
+
+    def tasks_short(self, placing: Iterable[Key]) -> bool:
+        """Volcano ``minTaskMember``: would some task still have too few members placed if
+        ``placing`` (pods and placeholders being placed now) were added?"""
+        wanted = self.podgroup.min_task_member if self.podgroup is not None else {}
+        if not wanted:
+            return False
+        have: dict[str, int] = {}
+        keys = [*self.reserved, *(k for k, p in self.members.items() if p.assigned), *placing]
+        for key in keys:
+            member = self.members.get(key)
+            if member is not None:
+                have[member.task] = have.get(member.task, 0) + 1
+        return any(have.get(task, 0) < count for task, count in wanted.items())
+
+    def task_minimums(self, pods: list[PodInfo]) -> list[PodInfo]:
+        """Of ``pods``, the members each task still needs (its first ones, up to its
+        ``minTaskMember`` less what is placed already)."""
+        wanted = dict(self.podgroup.min_task_member) if self.podgroup is not None else {}
+        for key in [*self.reserved, *(k for k, p in self.members.items() if p.assigned)]:
+            member = self.members.get(key)
+            if member is not None and wanted.get(member.task, 0) > 0:
+                wanted[member.task] -= 1
+        out = []
+        for pod in pods:
+            if wanted.get(pod.task, 0) > 0:
+                wanted[pod.task] -= 1
+                out.append(pod)
+        return out
 
     def bound_seen(self, key: Key) -> None:
         """The informer showed member ``key`` bound: its reservation and binding are over."""

@@ -57,13 +57,15 @@ def victim_key(pod: PodInfo) -> VictimKey:
 
 
 def quorum(key: VictimKey, running: int, podgroups: Mapping[Key, Any]) -> int:
-    """A victim gang's quorum: 1 for a lone pod; its valid PodGroup's minMember (at most what
-    it runs); else all it runs."""
+    """A victim gang's quorum: 1 for a lone pod; 0 for a group whose pods may be disrupted one
+    by one; its valid PodGroup's minMember (at most what it runs); else all it runs."""
     if key[1].startswith("/"):
         return 1
     group = podgroups.get(key)
     if group is None or getattr(group, "error", None) is not None:
         return running
+    if getattr(group, "disrupt_single", False):
+        return 0  # native ``disruptionMode: Pod``: its pods may be preempted one by one
     return min(running, int(group.min_member))
 
 
@@ -400,7 +402,12 @@ class Planner:
             if not any(row is not None and useful[row] for row in rows):
                 continue
             group.min_member = quorum(key, len(records), r.podgroups)
-            priority = max(rec.info.priority for rec in records if rec.info is not None)
+            stated = getattr(r.podgroups.get(key), "priority", None)  # the group's own, if any
+            priority = (
+                stated
+                if stated is not None
+                else max(rec.info.priority for rec in records if rec.info is not None)
+            )
             whole = _Unit(key, tuple(records), True, priority, _rows(rows))
             self._price(whole, budgets.violations(_infos(records)))
             units.append(whole)

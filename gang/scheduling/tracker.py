@@ -23,7 +23,8 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from gang.models.podgroup import PodGroupInfo, parse_podgroup
+from gang.models.groupapis import GROUP_APIS, WORKLOAD, GroupApi, for_replica
+from gang.models.podgroup import PodGroupInfo
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.framework import PluginError, QueueSortPlugin, StaticFilterPlugin, call
 from gang.scheduling.gang import Gang, GangKey, gang_key_of
@@ -54,6 +55,8 @@ class Reporter(Protocol):
     def pod_event(self, pod: Key, uid: str, kind: str, reason: str, message: str) -> None: ...
     def podgroup_event(self, group: PodGroupInfo, kind: str, reason: str, message: str) -> None: ...
     def gang_changed(self, gang: Gang) -> None: ...
+
+    def group_changed(self, group: PodGroupInfo) -> None: ...
 
 
 class ClusterState:
@@ -90,7 +93,10 @@ class ClusterState:
         self._hints_reported: dict[Key, str] = {}
         self.pods = _Handler(self._upsert_pod, self._delete_pod)
         self.nodes = _Handler(self._upsert_node, self._delete_node)
-        self.groups = _Handler(self._upsert_podgroup, self._delete_podgroup)
+        #: per gang API (``gang.models.groupapis``): its objects, read as pod groups
+        self.groups = {api.name: self._group_handler(api) for api in GROUP_APIS}
+        #: the pod groups each watched object described (a 1.35 Workload describes several)
+        self._described: dict[tuple[str, str, str], list[Key]] = {}
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
         #: PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes
         self.storage = {
@@ -152,13 +158,18 @@ class ClusterState:
             self.queue.activate_unschedulable()  # a pod finished: its node has room again
         if info.scheduler_name not in self.scheduler_names and info.key not in self._gang_of:
             return
+        if info.group_conflict and not info.assigned:
+            self._refuse_ambiguous(info)
+            return
         key = gang_key_of(info)
         old_key = self._gang_of.get(info.key)
         if old_key is not None and old_key != key:
             self._leave_gang(info.key, old_key, "its pod-group label changed")
         gang = self.gangs.get(key)
         if gang is None:
-            podgroup = self.podgroups.get((key.namespace, key.group)) if key.group else None
+            podgroup = (
+                for_replica(self.podgroups, (key.namespace, key.group)) if key.group else None
+            )
             gang = self.gangs[key] = Gang(key, podgroup, scheduler_name=info.scheduler_name)
         gang.members[info.key] = info
         self._gang_of[info.key] = key
@@ -173,6 +184,18 @@ class ClusterState:
         if gang.is_pending(info):  # a member to place (others' updates need no new cycle)
             self.enqueue(gang)
         self.reporter.gang_changed(gang)
+
+    def _refuse_ambiguous(self, info: PodInfo) -> None:
+        """A pod naming two groups is scheduled with neither (guessing could split a gang) and
+        reported once per distinct reason."""
+        old_key = self._gang_of.get(info.key)
+        if old_key is not None:
+            self._leave_gang(info.key, old_key, "it now names more than one pod group")
+        if self._unparsable.get(info.key) != info.group_conflict:
+            self._unparsable[info.key] = info.group_conflict
+            self.reporter.pod_event(
+                info.key, info.uid, "Warning", "AmbiguousPodGroup", info.group_conflict
+            )
 
     def _report_hint(self, info: PodInfo) -> None:
         """A malformed scheduling hint is ignored, and said once per pod (not per update)."""
@@ -370,14 +393,50 @@ class ClusterState:
 
     # --- PodGroups -----------------------------------------------------------------------
 
-    def _upsert_podgroup(self, raw: Obj) -> None:
-        info = parse_podgroup(raw)
+    def _group_handler(self, api: GroupApi) -> _Handler:
+        def upsert(raw: Obj) -> None:
+            meta = raw.get("metadata") or {}
+            version = str(raw.get("apiVersion") or "").rpartition("/")[2] or api.versions[0]
+            infos = api.parse(raw, version)
+            source = (api.name, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            before = self._described.get(source, [])
+            self._described[source] = [i.key for i in infos]
+            for key in before:
+                if key not in self._described[source]:
+                    self._delete_podgroup(key)
+            for info in infos:
+                self._upsert_podgroup(info)
+
+        def delete(key: Key, raw: Obj | None) -> None:
+            for described in self._described.pop((api.name, key[0], key[1]), []):
+                self._delete_podgroup(described)
+
+        return _Handler(upsert, delete)
+
+    def _upsert_podgroup(self, info: PodGroupInfo) -> None:
         previous = self.podgroups.get(info.key)
         self.podgroups[info.key] = info
         if info.error is not None and (previous is None or previous.error != info.error):
             self.reporter.podgroup_event(info, "Warning", "InvalidPodGroup", info.error)
-        gang = self.gangs.get(GangKey(info.namespace, info.name))
-        if gang is None:
+        gangs = self._gangs_of(info)
+        if not gangs:
+            self.reporter.group_changed(info)  # a group without pods yet (Volcano: Inqueue?)
+        for gang in gangs:
+            self._podgroup_changed(
+                gang, for_replica(self.podgroups, (info.namespace, gang.key.group)), previous
+            )
+
+    def _gangs_of(self, info: PodGroupInfo) -> list[Gang]:
+        """The gangs a pod group describes: one, or a Workload pod group's replica keys."""
+        if info.api != WORKLOAD:
+            gang = self.gangs.get(GangKey(info.namespace, info.group))
+            return [gang] if gang is not None else []
+        return [g for k, g in self.gangs.items() if _described_by(info, k)]
+
+    def _podgroup_changed(
+        self, gang: Gang, info: PodGroupInfo | None, previous: PodGroupInfo | None
+    ) -> None:
+        if info is None:
             return
         quorum = gang.min_member
         gang.podgroup = info
@@ -391,14 +450,14 @@ class ClusterState:
             self.queue.activate(gang.key)
         self.reporter.gang_changed(gang)
 
-    def _delete_podgroup(self, key: Key, raw: Obj | None) -> None:
-        self.podgroups.pop(key, None)
-        gang = self.gangs.get(GangKey(key[0], key[1]))
-        if gang is None:
+    def _delete_podgroup(self, key: Key) -> None:
+        info = self.podgroups.pop(key, None)
+        if info is None:
             return
-        gang.podgroup = None
-        if gang.reserved or gang.placeholders:
-            self.on_disruption(gang, "its PodGroup was deleted")
+        for gang in self._gangs_of(info):
+            gang.podgroup = None
+            if gang.reserved or gang.placeholders:
+                self.on_disruption(gang, "its PodGroup was deleted")
 
     # --- helpers for the cycle -------------------------------------------------------------
 
@@ -411,6 +470,14 @@ class ClusterState:
         for pod in pods:
             for name in pod.requests:
                 self.cache.index.column(name)
+
+
+def _described_by(info: PodGroupInfo, key: GangKey) -> bool:
+    """The gang ``key`` is the group ``info`` describes (or, for a 1.35 Workload's pod group,
+    one of its replica keys)."""
+    return key.namespace == info.namespace and (
+        key.group == info.group or key.group.startswith(info.group + "/")
+    )
 
 
 class _Handler:

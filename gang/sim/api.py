@@ -121,14 +121,20 @@ class SimApi:
 
     def to_view(self, rt: ResourceType, obj: Obj) -> Obj:
         """The stored object as this REST view shows it."""
-        if rt.storage_of is not None:
+        if rt.storage_of is None:
+            return obj
+        if rt.storage_of == self.rt_events.key:
             return events.to_events_v1(obj)
-        return obj
+        # another version of the same kind (scheduling.k8s.io v1alpha3 ↔ v1beta1): the
+        # fields are the same, only the apiVersion differs
+        return {**obj, "apiVersion": rt.api_version}
 
     def _to_storage(self, rt: ResourceType, obj: Obj) -> Obj:
-        if rt.storage_of is not None:
+        if rt.storage_of is None:
+            return obj
+        if rt.storage_of == self.rt_events.key:
             return events.to_core(obj)
-        return obj
+        return {**obj, "apiVersion": rt.storage_api_version}
 
     def _now(self) -> str:
         return rfc3339(self.clock())
@@ -268,7 +274,7 @@ class SimApi:
                 return admit(obj)
             except workloads.WorkloadRejected as rejected:
                 raise errors.invalid(rt, obj["metadata"]["name"], rejected.causes) from None
-        if rt.has_status and not rt.builtin:
+        if rt.has_status and (not rt.builtin or rt.drops_status_on_create):
             obj.pop("status", None)  # custom resources with a status subresource drop it on create
         return obj
 
@@ -404,7 +410,9 @@ class SimApi:
         content_type: str,
         body: Any,
         subresource: str | None = None,
+        decode: Callable[[Obj], Obj] | None = None,
     ) -> Obj:
+        """Apply a patch; ``decode`` (server-side field validation) checks the patched object."""
         current = self.store.get(rt.storage_key, namespace or "", name)
         if current is None:
             raise errors.not_found(rt, name)
@@ -424,6 +432,8 @@ class SimApi:
             raise errors.bad_request(str(err)) from None
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
             raise errors.bad_request("the patch produced an object without metadata")
+        if decode is not None:
+            patched = decode(patched)
         patched_rv = patched["metadata"].get("resourceVersion")
         if patched_rv and patched_rv != current["metadata"]["resourceVersion"]:
             raise errors.stale(rt, name)

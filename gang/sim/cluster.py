@@ -15,7 +15,9 @@ with a dynamic provisioner (``gang.sim.volumes``), so PersistentVolumeClaims get
 disruption controller (``gang.sim.disruption``), so PodDisruptionBudgets have a current status
 for the Eviction API to check; ``controllers=False`` leaves them all inert (only the objects are
 stored, and evictions of Running pods under a budget get 429: its status is never processed).
-The kubelet stand-in is off by default.
+The kubelet stand-in is off by default. ``kubernetes_version`` (1.35, 1.36 or 1.37, the default)
+picks the release whose APIs are served: the native ``scheduling.k8s.io`` gang API and the pod
+field that joins a pod to it differ between them (``gang.sim.resources``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gang.sim.disruption import DisruptionController
 from gang.sim.faults import Faults
 from gang.sim.kubelet import Kubelet, KubeletConfig
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
+from gang.sim.resources import DEFAULT_KUBERNETES_VERSION, Registry
 from gang.sim.server import ServerConfig, SimServer
 from gang.sim.store import Store
 from gang.sim.volumes import VolumeController
@@ -79,9 +82,16 @@ class SimCluster:
         node_controller: bool = True,
         controllers: bool = True,
         provisioning_delay: float = 0.0,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
     ) -> None:
         self.store = Store(history_size=history_size)
-        self.api = SimApi(self.store, node_controller=node_controller)
+        #: which release's APIs are served (the native scheduling.k8s.io gang API differs)
+        self.kubernetes_version = kubernetes_version
+        self.api = SimApi(
+            self.store,
+            Registry(kubernetes_version=kubernetes_version),
+            node_controller=node_controller,
+        )
         self.faults = faults or Faults()
         #: binding POSTs per pod, conflicts, eviction POSTs (``audit.evictions``), and (with
         #: ``record_requests``) every API request

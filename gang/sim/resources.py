@@ -4,7 +4,14 @@ A kube-apiserver's behaviour differs per resource in a handful of ways that a sc
 whether it is namespaced, which field selectors it supports, whether a status subresource splits
 spec from status writes, whether DELETE answers with the object or a Status, and whether it can
 be created by a PUT. Writing those facts down once, as data, keeps the HTTP layer generic and
-lets discovery (`/api/v1`, `/apis/...`) be generated from the same table that routes requests.
+lets discovery (`/api/v1`, `/apis/...`) and the OpenAPI documents (``gang.sim.openapi``) be
+generated from the same table that routes requests.
+
+Which gang APIs a cluster serves depends on its Kubernetes version: the native
+``scheduling.k8s.io`` Workload/PodGroup API changed shape in every release from 1.35 to 1.37, so
+the table is chosen per version (:func:`resource_types`). The PodGroup CRDs that job operators
+emit (scheduler-plugins' old ``scheduling.sigs.k8s.io`` and Volcano's ``scheduling.volcano.sh``)
+are served by every version, beside gang's own ``scheduling.x-k8s.io``.
 """
 
 from __future__ import annotations
@@ -40,9 +47,15 @@ class ResourceType:
     #: metadata.generation is kept and bumped on spec changes.
     tracks_generation: bool = False
     #: objects of this type are stored under another type's key and converted on the way in
-    #: and out (events.k8s.io/v1 events are core/v1 events in one store, as in a real server).
+    #: and out (events.k8s.io/v1 events are core/v1 events in one store, as in a real server;
+    #: scheduling.k8s.io/v1alpha3 PodGroups are the v1beta1 ones with another apiVersion).
     storage_of: str | None = None
     verbs: tuple[str, ...] = ALL_VERBS
+    #: a built-in whose PrepareForCreate clears status (native PodGroups); custom resources
+    #: with a status subresource always do
+    drops_status_on_create: bool = False
+    #: which server-side table printer ``kubectl get`` gets (``gang.sim.tables``); None: by plural
+    printer: str | None = None
     field_selectors: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +78,18 @@ class ResourceType:
         return self.storage_of or self.key
 
     @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects carry in storage (this view's own unless ``storage_of``)."""
+        if self.storage_of is None:
+            return self.api_version
+        group, version, _ = self.storage_of.split("/")
+        return version if not group else f"{group}/{version}"
+
+    @property
+    def printer_key(self) -> str:
+        return self.printer or self.plural
+
+    @property
     def has_status(self) -> bool:
         return "status" in self.subresources
 
@@ -83,6 +108,15 @@ class ResourceType:
 
 
 POD_GROUP_API = "scheduling.x-k8s.io"
+#: the native gang API group (built in, beside ``v1`` PriorityClasses)
+NATIVE_SCHEDULING_API = "scheduling.k8s.io"
+#: scheduler-plugins' PodGroup CRD before it moved to scheduling.x-k8s.io (v0.25.7)
+SIGS_POD_GROUP_API = "scheduling.sigs.k8s.io"
+#: Volcano's PodGroup CRD (Kubeflow Trainer, MPI Operator, Training Operator, LWS emit it)
+VOLCANO_POD_GROUP_API = "scheduling.volcano.sh"
+#: the Kubernetes versions whose native gang API the simulator serves (``--kubernetes-version``)
+KUBERNETES_VERSIONS = ("1.35", "1.36", "1.37")
+DEFAULT_KUBERNETES_VERSION = "1.37"
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(
@@ -299,11 +333,110 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
 )
 
 
+def _native(
+    version: str, plural: str, kind: str, *, status: bool, storage_of: str | None = None
+) -> ResourceType:
+    return ResourceType(
+        NATIVE_SCHEDULING_API,
+        version,
+        plural,
+        kind,
+        namespaced=True,
+        subresources=("status",) if status else (),
+        tracks_generation=True,
+        drops_status_on_create=status,
+        storage_of=storage_of,
+        printer="default",
+    )
+
+
+def _v1beta1(plural: str) -> str:
+    return f"{NATIVE_SCHEDULING_API}/v1beta1/{plural}"
+
+
+#: the native gang API per Kubernetes version: 1.35 a v1alpha1 Workload embedding its pod
+#: groups; 1.36 a v1alpha2 Workload and a standalone PodGroup; 1.37 v1alpha3 and v1beta1, two
+#: views of one storage, v1beta1 listed first so that clients prefer it)
+NATIVE_GANG_TYPES: dict[str, tuple[ResourceType, ...]] = {
+    "1.35": (_native("v1alpha1", "workloads", "Workload", status=False),),
+    "1.36": (
+        _native("v1alpha2", "workloads", "Workload", status=False),
+        _native("v1alpha2", "podgroups", "PodGroup", status=True),
+    ),
+    "1.37": (
+        _native("v1beta1", "workloads", "Workload", status=False),
+        _native("v1beta1", "podgroups", "PodGroup", status=True),
+        _native(
+            "v1alpha3", "workloads", "Workload", status=False, storage_of=_v1beta1("workloads")
+        ),
+        _native("v1alpha3", "podgroups", "PodGroup", status=True, storage_of=_v1beta1("podgroups")),
+    ),
+}
+
+#: PodGroup CRDs of other schedulers, served by every version. No short names: ``pg`` stays
+#: gang's own scheduling.x-k8s.io (their CRDs, ``manifests/extra-apis/``, say the same).
+OPERATOR_POD_GROUP_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(
+        SIGS_POD_GROUP_API,
+        "v1alpha1",
+        "podgroups",
+        "PodGroup",
+        namespaced=True,
+        subresources=("status",),
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer="default",
+    ),
+    ResourceType(
+        VOLCANO_POD_GROUP_API,
+        "v1beta1",
+        "podgroups",
+        "PodGroup",
+        namespaced=True,
+        # like upstream's CRD: no status subresource (status is written with the object)
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer=f"podgroups.{VOLCANO_POD_GROUP_API}",
+    ),
+)
+
+
+def resource_types(
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+) -> tuple[ResourceType, ...]:
+    """Every type a cluster of ``kubernetes_version`` serves, in discovery order.
+
+    The native gang types join their group right after ``v1`` PriorityClasses (the group's
+    preferred version stays ``v1``, as on a real server); the CRDs come last, as aggregated
+    CRD groups do.
+    """
+    if kubernetes_version not in NATIVE_GANG_TYPES:
+        raise ValueError(
+            f"unsupported Kubernetes version {kubernetes_version!r}: "
+            f"one of {', '.join(KUBERNETES_VERSIONS)}"
+        )
+    out: list[ResourceType] = []
+    for rt in RESOURCE_TYPES:
+        out.append(rt)
+        if rt.group == NATIVE_SCHEDULING_API:
+            out.extend(NATIVE_GANG_TYPES[kubernetes_version])
+    out.extend(OPERATOR_POD_GROUP_TYPES)
+    return tuple(out)
+
+
 class Registry:
     """Lookup of resource types by the coordinates that appear in a URL."""
 
-    def __init__(self, types: Iterable[ResourceType] = RESOURCE_TYPES) -> None:
-        self.types = tuple(types)
+    def __init__(
+        self,
+        types: Iterable[ResourceType] | None = None,
+        *,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+    ) -> None:
+        self.kubernetes_version = kubernetes_version
+        self.types = tuple(types) if types is not None else resource_types(kubernetes_version)
         self._by_path = {(t.group, t.version, t.plural): t for t in self.types}
 
     def find(self, group: str, version: str, plural: str) -> ResourceType | None:

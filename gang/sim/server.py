@@ -8,12 +8,16 @@ for kubectl, and limit/continue paging. Everything stateful is delegated to ``Si
 fault injection (``Faults``) wraps the API paths as a middleware, and ``Audit`` records requests,
 binding POSTs and eviction POSTs as evidence for tests. ``pods/eviction`` is answered by
 ``gang.sim.disruption``, which checks PodDisruptionBudgets as kube-apiserver does.
+``/openapi/v2`` and ``/openapi/v3`` serve the schemas of everything served (``gang.sim.openapi``)
+and a write that names ``fieldValidation`` is decoded against them (``gang.sim.fieldvalidation``),
+so kubectl validates and explains as against a real cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import itertools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -24,11 +28,13 @@ import orjson
 from aiohttp import web
 
 from gang import __version__
-from gang.sim import disruption, errors, tables
+from gang.sim import disruption, errors, fieldvalidation, tables
 from gang.sim.api import DeleteOptions, SimApi
 from gang.sim.audit import Audit
 from gang.sim.errors import ApiError
 from gang.sim.faults import Faults
+from gang.sim.openapi import OpenApi
+from gang.sim.patch import JSON_PATCH
 from gang.sim.resources import ResourceType
 from gang.sim.selectors import (
     FieldSelector,
@@ -79,8 +85,18 @@ class Target:
     subresource: str | None
 
 
-def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON, headers=headers)
+def _json(
+    body: Any,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    warnings: list[str] | None = None,
+) -> web.Response:
+    response = web.Response(
+        body=orjson.dumps(body), status=status, content_type=JSON, headers=headers
+    )
+    for text in warnings or ():
+        response.headers.add("Warning", fieldvalidation.warning_header(text))
+    return response
 
 
 def _error(err: ApiError) -> web.Response:
@@ -153,6 +169,21 @@ class SimServer:
         self.audit = audit or Audit()
         self._pages = _Pages()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
+        self._openapi: OpenApi | None = None
+        self._fields: fieldvalidation.FieldValidator | None = None
+
+    @property
+    def openapi(self) -> OpenApi:
+        """The OpenAPI documents (built on first use: most clients never ask)."""
+        if self._openapi is None:
+            self._openapi = OpenApi(self.registry)
+        return self._openapi
+
+    @property
+    def fields(self) -> fieldvalidation.FieldValidator:
+        if self._fields is None:
+            self._fields = fieldvalidation.FieldValidator(self.openapi)
+        return self._fields
 
     def make_app(self) -> web.Application:
         app = web.Application(
@@ -172,6 +203,10 @@ class SimServer:
         app.router.add_get("/api/", self._core_versions)
         app.router.add_get("/apis", self._group_list)
         app.router.add_get("/apis/", self._group_list)
+        app.router.add_get("/openapi/v2", self._openapi_v2)
+        app.router.add_get("/openapi/v3", self._openapi_v3_index)
+        app.router.add_get("/openapi/v3/", self._openapi_v3_index)
+        app.router.add_get("/openapi/v3/{tail:.+}", self._openapi_v3)
         app.router.add_route("*", "/api/{tail:.*}", self._dispatch)
         app.router.add_route("*", "/apis/{tail:.*}", self._dispatch)
         return app
@@ -211,7 +246,7 @@ class SimServer:
         token = self.config.token
         if (
             token
-            and request.path.startswith("/api")
+            and request.path.startswith(("/api", "/openapi"))
             and request.headers.get("Authorization") != f"Bearer {token}"
         ):
             raise errors.unauthorized()
@@ -291,6 +326,45 @@ class SimServer:
             "groupVersion": gv,
             "resources": resources,
         }
+
+    # --- OpenAPI -------------------------------------------------------------------------
+
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        if not _accepts_json(request.headers.get("Accept")):
+            # client-go's OpenAPISchema asks for protobuf only; it gets none here, and kubectl
+            # works from the v3 documents instead
+            raise ApiError(
+                406,
+                "NotAcceptable",
+                "only the following media types are accepted: application/json",
+            )
+        return web.Response(body=self.openapi.v2(), content_type=JSON)
+
+    async def _openapi_v3_index(self, request: web.Request) -> web.Response:
+        return _json(self.openapi.v3_index())
+
+    async def _openapi_v3(self, request: web.Request) -> web.Response:
+        tail = request.match_info["tail"].strip("/")
+        found = self.openapi.v3(tail)
+        if found is None:
+            return web.Response(status=404, text="404 page not found\n")
+        if not _accepts_json(request.headers.get("Accept")):
+            raise ApiError(
+                406,
+                "NotAcceptable",
+                "only the following media types are accepted: application/json",
+            )
+        body, digest = found
+        wanted = request.query.get("hash")
+        if wanted is not None and wanted != digest:
+            # as kube-openapi does: an outdated hash is sent on to the current document
+            raise web.HTTPMovedPermanently(f"/openapi/v3/{tail}?hash={digest}")
+        cache = "public, immutable" if wanted else "no-cache, private"
+        return web.Response(
+            body=body,
+            content_type=JSON,
+            headers={"ETag": f'"{digest}"', "Cache-Control": cache},
+        )
 
     # --- routing -------------------------------------------------------------------------
 
@@ -398,17 +472,74 @@ class SimServer:
                 return _json(self._evict(target.namespace, name, body, dry_run), 201)
             if name is not None:
                 raise errors.method_not_allowed()
-            return _json(self.api.create(rt, target.namespace, await self._body(request, rt)), 201)
+            mode = fieldvalidation.directive(request.query.get("fieldValidation"))
+            warnings: list[str] = []
+            body = await self._decoded_body(request, rt, mode, warnings)
+            return _json(self.api.create(rt, target.namespace, body), 201, warnings=warnings)
         if name is None or sub in _CREATE_ONLY_SUBRESOURCES:
             raise errors.method_not_allowed()
+        mode = fieldvalidation.directive(request.query.get("fieldValidation"))
+        warnings = []
         if method == "PUT":
-            body = await self._body(request, rt)
+            body = await self._decoded_body(request, rt, mode, warnings)
             existed = self.store.get(rt.storage_key, target.namespace or "", name) is not None
             result = self.api.update(rt, target.namespace, name, body, sub)
-            return _json(result, 200 if existed else 201)  # 201: created by the PUT
+            # 201: created by the PUT
+            return _json(result, 200 if existed else 201, warnings=warnings)
         body = await self._body(request, rt)
         ctype = request.headers.get("Content-Type", "")
-        return _json(self.api.patch(rt, target.namespace, name, ctype, body, sub))
+        decode = None
+        if mode is not None:
+            decode = self._patch_decoder(rt, mode, ctype, await request.read(), warnings)
+        elif self._needs_defaults(rt):
+            decode = functools.partial(self.fields.default, rt)
+        result = self.api.patch(rt, target.namespace, name, ctype, body, sub, decode=decode)
+        return _json(result, warnings=warnings)
+
+    async def _decoded_body(
+        self, request: web.Request, rt: ResourceType, mode: str | None, warnings: list[str]
+    ) -> Any:
+        """The request's object; decoded against the kind's schema if a directive is named."""
+        if mode is None:
+            body = await self._body(request, rt)
+            if self._needs_defaults(rt):
+                body = self.fields.default(rt, body)
+            return body
+        raw = await request.read()
+        try:
+            parsed = fieldvalidation.loads_with_duplicates(raw)
+        except ValueError as err:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {err}'
+            ) from None
+        decoded = self.fields.decode(rt, parsed, mode)
+        warnings.extend(decoded.warnings)
+        return decoded.obj
+
+    def _needs_defaults(self, rt: ResourceType) -> bool:
+        """A custom resource whose schema has defaults: every write sets them, validated or not."""
+        return not rt.builtin and fieldvalidation.has_defaults(rt.group, rt.version, rt.kind)
+
+    def _patch_decoder(
+        self, rt: ResourceType, mode: str, content_type: str, raw: bytes, warnings: list[str]
+    ) -> Callable[[Obj], Obj]:
+        """Field validation of a patch: the body's duplicate keys, the patched object's fields."""
+        duplicates: list[str] = []
+        if not content_type.startswith(JSON_PATCH):
+            try:
+                duplicates = fieldvalidation.duplicate_fields(
+                    fieldvalidation.loads_with_duplicates(raw)
+                )
+            except ValueError:
+                duplicates = []
+
+        def decode(patched: Obj) -> Obj:
+            decoded = self.fields.decode(rt, patched, mode, patch_duplicates=duplicates)
+            warnings.extend(decoded.warnings)
+            result: Obj = decoded.obj
+            return result
+
+        return decode
 
     def _bind(self, namespace: str, name: str | None, body: Any) -> dict[str, Any]:
         """``SimApi.bind``, with the POST and its answer recorded in the audit trail."""
@@ -507,7 +638,7 @@ class SimServer:
         try:
             return _json(
                 tables.build_table(
-                    rt.plural,
+                    rt.printer_key,
                     items,
                     api_version=tables.table_api_version(accept),
                     resource_version=rv,
@@ -692,6 +823,19 @@ class SimServer:
         if kind is None:
             return None
         return _line(kind, obj)
+
+
+def _accepts_json(accept: str | None) -> bool:
+    """Whether an Accept header takes JSON (no header, or a JSON or wildcard clause)."""
+    if not accept:
+        return True
+    for clause in accept.split(","):
+        media, *params = (part.strip() for part in clause.split(";"))
+        if any(p.replace(" ", "") in ("q=0", "q=0.0") for p in params):
+            continue
+        if media.lower() in ("application/json", "application/*", "*/*"):
+            return True
+    return False
 
 
 def _line(kind: str, obj: Obj) -> bytes:

@@ -315,6 +315,16 @@ _PODGROUP_COLUMNS: Final = (
     _AGE_COL,
 )
 
+#: Volcano's CRD printer columns (``manifests/extra-apis/crd-volcano-podgroups.yaml``)
+_VOLCANO_PODGROUP_COLUMNS: Final = (
+    _NAME_COL,
+    _col("STATUS", ""),
+    _col("minMember", "", type_="integer"),
+    _col("RUNNINGS", "", type_="integer"),
+    _col("AGE", "", type_="date"),
+    _col("QUEUE", "", priority=1),
+)
+
 _EVENT_COLUMNS: Final = (
     _col("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
     _col("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
@@ -567,6 +577,21 @@ def _podgroup_row(group: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     }
 
 
+def _volcano_podgroup_row(group: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """A custom resource's cells: what each column's JSONPath finds, None where it is absent."""
+    spec, status = _map(group, "spec"), _map(group, "status")
+    return {
+        "cells": [
+            _name(group),
+            status.get("phase"),
+            _int(spec, "minMember"),
+            _int(status, "running"),
+            _age(group, now),
+            spec.get("queue"),
+        ]
+    }
+
+
 def _first(obj: Mapping[str, Any], *keys: str) -> Any:
     """The first present, non-empty value among keys (core/v1 and events.k8s.io/v1 spellings)."""
     for key in keys:
@@ -638,6 +663,7 @@ _PRINTERS: Final[dict[str, tuple[tuple[dict[str, Any], ...], _RowPrinter]]] = {
     "pods": (_POD_COLUMNS, _pod_row),
     "nodes": (_NODE_COLUMNS, _node_row),
     "podgroups": (_PODGROUP_COLUMNS, _podgroup_row),
+    "podgroups.scheduling.volcano.sh": (_VOLCANO_PODGROUP_COLUMNS, _volcano_podgroup_row),
     "events": (_EVENT_COLUMNS, _event_row),
     "leases": (_LEASE_COLUMNS, _lease_row),
     "namespaces": (_NAMESPACE_COLUMNS, _namespace_row),

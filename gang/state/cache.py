@@ -354,6 +354,15 @@ class ClusterCache:
             selecting=self.selecting,
         )
 
+    def fits_allocatable(self, requests: Mapping[str, int]) -> bool | None:
+        """Whether ``requests`` (canonical units) fit the cluster's total allocatable, the
+        most any gang could ever get; None while no node is known."""
+        if not self.valid.any():
+            return None
+        want = self.index.vector(requests)  # a resource no node has gets its column here
+        self._widen()
+        return bool(np.all(self.allocatable[self.valid].sum(axis=0) >= want))
+
     def free_of(self, name: str) -> dict[str, int]:
         entry = self.nodes[name]
         return self.index.describe(self.allocatable[entry.row] - self.requested[entry.row])

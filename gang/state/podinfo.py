@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from gang.models.groupapis import api_of_group, workload_group
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
 from gang.state.podrules import (
     NO_RULES,
@@ -49,11 +50,16 @@ __all__ = [
     "PodInfo",
     "PodParseError",
     "Toleration",
+    "group_claims",
     "parse_pod",
     "pod_requests",
 ]
 
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
+#: how a pod names its group in the other gang APIs (see ``gang.models.groupapis``)
+SIGS_LEGACY_LABELS: Final = ("pod-group.scheduling.sigs.k8s.io", "scheduling.sigs.k8s.io/pod-group")
+VOLCANO_TASK_ANNOTATION: Final = "volcano.sh/task-spec"
+VOLCANO_ANNOTATIONS: Final = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 #: the pod condition a scheduler writes before it evicts a pod to make room (kube-scheduler's)
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_REASON: Final = "PreemptionByScheduler"
@@ -168,7 +174,8 @@ class PodInfo:
     #: cpu in millicores, everything else in whole units; zero entries omitted; ``"pods": 1``
     requests: Mapping[str, int]
     constraints: Constraints
-    #: value of the :data:`POD_GROUP_LABEL` label, ``""`` for a pod outside any PodGroup
+    #: the gang it belongs to (see :func:`group_claims`): the :data:`POD_GROUP_LABEL` value,
+    #: or another gang API's name with its prefix; ``""`` for a pod outside any group
     group: str
     #: epoch seconds of ``metadata.creationTimestamp``, ``0.0`` if absent
     creation_timestamp: float
@@ -192,6 +199,12 @@ class PodInfo:
     declared_run: float | None = None
     #: why :data:`EXPECTED_RUN_ANNOTATION` was ignored ("" when it was not)
     declared_run_error: str = ""
+    #: the pod names groups of two gang APIs (or two groups of one): it is not scheduled, and
+    #: this says which ("" when it names at most one)
+    group_conflict: str = ""
+    #: the Volcano task it plays (annotation :data:`VOLCANO_TASK_ANNOTATION`): a PodGroup's
+    #: ``minTaskMember`` counts members per task
+    task: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -700,6 +713,50 @@ def _preemption_marked(status: Mapping[str, Any]) -> bool:
     )
 
 
+def group_claims(
+    labels: Mapping[str, str], annotations: Any, spec: Mapping[str, Any]
+) -> dict[str, str]:
+    """Every group the pod names, by where it names it: gang name (API prefix + name)."""
+    found: dict[str, str] = {}
+    if labels.get(POD_GROUP_LABEL):
+        found[f"label {POD_GROUP_LABEL}"] = labels[POD_GROUP_LABEL]
+    for label in SIGS_LEGACY_LABELS:
+        if labels.get(label):
+            found[f"label {label}"] = "sigs:" + labels[label]
+    if isinstance(annotations, Mapping):
+        for key in VOLCANO_ANNOTATIONS:
+            value = annotations.get(key)
+            if isinstance(value, str) and value:
+                found[f"annotation {key}"] = "volcano:" + value
+    group = _map(spec.get("schedulingGroup"), "spec.schedulingGroup") or {}
+    name = group.get("podGroupName")
+    if isinstance(name, str) and name:
+        found["spec.schedulingGroup"] = "k8s:" + name
+    ref = _map(spec.get("workloadRef"), "spec.workloadRef") or {}
+    if isinstance(ref.get("name"), str) and isinstance(ref.get("podGroup"), str):
+        replica = ref.get("podGroupReplicaKey")
+        found["spec.workloadRef"] = workload_group(
+            ref["name"], ref["podGroup"], replica if isinstance(replica, str) else ""
+        )
+    return found
+
+
+def _task(annotations: Any) -> str:
+    task = annotations.get(VOLCANO_TASK_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return task if isinstance(task, str) else ""
+
+
+def _group(claims: Mapping[str, str]) -> tuple[str, str]:
+    """The pod's gang, and why it has none when it names more than one."""
+    names = set(claims.values())
+    if len(names) <= 1:
+        return next(iter(names), ""), ""
+    said = ", ".join(
+        f"{where} names {api_of_group(g).name} group {g}" for where, g in claims.items()
+    )
+    return "", f"it names more than one pod group ({said}); a pod must name exactly one"
+
+
 def _declared_run(annotations: Any, spec: Mapping[str, Any]) -> tuple[float | None, str]:
     """The declared run time and, for a malformed annotation, why it was ignored (a hint must
     not make a pod unschedulable; the scheduler reports it instead)."""
@@ -756,6 +813,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
 
     created = _timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
     declared, declared_error = _declared_run(metadata.get("annotations"), spec)
+    group, conflict = _group(group_claims(labels, metadata.get("annotations"), spec))
     return PodInfo(
         uid=_str(metadata.get("uid"), "metadata.uid"),
         namespace=namespace,
@@ -769,7 +827,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         qos_rank=qos_rank,
         requests=pod_requests(spec),
         constraints=_constraints(spec),
-        group=labels.get(POD_GROUP_LABEL, ""),
+        group=group,
         creation_timestamp=created,
         deleting=metadata.get("deletionTimestamp") is not None,
         scheduling_gated=bool(_seq(spec.get("schedulingGates"), "spec.schedulingGates")),
@@ -780,4 +838,6 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         preemption_marked=_preemption_marked(status),
         declared_run=declared,
         declared_run_error=declared_error,
+        group_conflict=conflict,
+        task=_task(metadata.get("annotations")),
     )

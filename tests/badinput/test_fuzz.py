@@ -28,7 +28,7 @@ import aiohttp
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from gang.binding.reporter import podgroup_status
+from gang.binding.groupstatus import coscheduling_status as podgroup_status
 from gang.models.podgroup import (
     MAX_MIN_MEMBER,
     MAX_SCHEDULE_TIMEOUT_SECONDS,

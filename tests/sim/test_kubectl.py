@@ -3,115 +3,21 @@
 from __future__ import annotations
 
 import json
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import pod
+from tests.sim.kubectl_server import Served, gang_sim_serve
 
 PG_API = "scheduling.x-k8s.io/v1alpha1"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Served:
-    def __init__(self, proc: subprocess.Popen[str], url: str, kubeconfig: Path, cache: Path):
-        self.proc = proc
-        self.url = url
-        self.kubeconfig = kubeconfig
-        self.cache = cache
-
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        ctype = "application/merge-patch+json" if method == "PATCH" else "application/json"
-        req = urllib.request.Request(
-            self.url + path, data=data, method=method, headers={"Content-Type": ctype}
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=5) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
-    def kubectl(self, *args: str) -> str:
-        kubectl = shutil.which("kubectl")
-        assert kubectl is not None
-        done = subprocess.run(
-            [kubectl, "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache), *args],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed (not on PATH); the kubectl tests need the real one")
-    port = _free_port()
-    kubeconfig = tmp_path / "kc"
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gang",
-            "sim",
-            "serve",
-            "--port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--nodes",
-            "3:gpu=8",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            assert proc.poll() is None, proc.communicate()
-            if kubeconfig.exists():
-                try:
-                    with urllib.request.urlopen(url + "/version", timeout=1) as resp:
-                        if resp.status == 200:
-                            break
-                except OSError:
-                    pass
-            assert time.monotonic() < deadline, "gang sim serve did not come up"
-            time.sleep(0.05)
-        yield Served(proc, url, kubeconfig, tmp_path / "kube-cache")
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-    assert proc.returncode == 0, (proc.returncode, err)
-    assert f"gang sim: serving {url} with 3 nodes" in out
-    assert f"kubeconfig written to {kubeconfig}" in out
+    with gang_sim_serve(tmp_path) as server:
+        yield server
 
 
 def _rows(output: str) -> tuple[list[str], list[list[str]]]:

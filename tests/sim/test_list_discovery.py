@@ -18,12 +18,15 @@ PODGROUPS = f"/apis/{PG_API}/namespaces/default/podgroups"
 GROUPS = {
     "events.k8s.io": ["v1"],
     "coordination.k8s.io": ["v1"],
-    "scheduling.k8s.io": ["v1"],
+    # the default Kubernetes version (1.37): the native gang API beside PriorityClasses
+    "scheduling.k8s.io": ["v1", "v1beta1", "v1alpha3"],
     "storage.k8s.io": ["v1"],
     "batch": ["v1"],
     "apps": ["v1"],
     "policy": ["v1"],
     "scheduling.x-k8s.io": ["v1alpha1"],
+    "scheduling.sigs.k8s.io": ["v1alpha1"],
+    "scheduling.volcano.sh": ["v1beta1"],
 }
 NOT_FOUND = {
     "kind": "Status",
@@ -115,7 +118,7 @@ async def test_api_group(raw: Raw, group: str) -> None:
         "kind": "APIGroup",
         "apiVersion": "v1",
         "name": group,
-        "versions": [{"groupVersion": f"{group}/{version}", "version": version}],
+        "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in GROUPS[group]],
         "preferredVersion": {"groupVersion": f"{group}/{version}", "version": version},
     }
 
@@ -205,6 +208,8 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         ("apps", {"statefulsets", "statefulsets/status", "replicasets", "replicasets/status"}),
         ("policy", {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
         ("scheduling.x-k8s.io", {"podgroups", "podgroups/status"}),
+        ("scheduling.sigs.k8s.io", {"podgroups", "podgroups/status"}),
+        ("scheduling.volcano.sh", {"podgroups"}),  # no status subresource, as upstream
     ],
 )
 async def test_group_version_resource_lists_are_listable(

@@ -354,8 +354,8 @@ def test_parse_recorded_bound_pod() -> None:
     assert info.qos_rank == QOS_RANK["Guaranteed"]
     assert info.requests == {"cpu": 1000, "memory": 1073741824, "nvidia.com/gpu": 1, "pods": 1}
     assert info.labels == {"bench": "1", "pod-group.scheduling.sigs.k8s.io": "g0000"}
-    # the recording carries the legacy Coscheduling label, not ours: the pod is a gang of one
-    assert info.group == ""
+    # the recording carries the older scheduler-plugins label: a group of that API
+    assert info.group == "sigs:g0000" and info.group_conflict == ""
     assert info.creation_timestamp == calendar.timegm((2026, 11, 21, 14, 39, 41))
     assert not info.deleting
     assert not info.scheduling_gated

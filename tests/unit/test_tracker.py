@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from gang.models.podgroup import PodGroupInfo
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.gang import Gang
 from gang.scheduling.tracker import ClusterState
@@ -16,6 +17,8 @@ class _Quiet:
     def pod_event(self, *args: Any) -> None: ...
     def podgroup_event(self, *args: Any) -> None: ...
     def gang_changed(self, gang: Gang) -> None: ...
+
+    def group_changed(self, group: PodGroupInfo) -> None: ...
 
 
 def _pod(labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gang.models.podgroup import PodGroupInfo
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.framework import StaticFilterPlugin
 from gang.scheduling.gang import Gang, GangKey
@@ -23,6 +24,8 @@ class _Quiet:
     def pod_event(self, *args: Any) -> None: ...
     def podgroup_event(self, *args: Any) -> None: ...
     def gang_changed(self, gang: Gang) -> None: ...
+
+    def group_changed(self, group: PodGroupInfo) -> None: ...
 
 
 def _node(name: str, unschedulable: bool = False, taints: list[Any] | None = None) -> Any:
@@ -71,7 +74,7 @@ class _World:
         )
         for name in ("n1", "n2", "n3"):
             self.state.nodes.upsert(_node(name))
-        self.state.groups.upsert(_podgroup(3))
+        self.state.groups["coscheduling"].upsert(_podgroup(3))
         for name in ("p0", "p1"):
             self.state.pods.upsert(_pod(name, tolerations=tolerations))
         self.gang = self.state.gangs[KEY]
@@ -210,10 +213,10 @@ async def test_a_member_leaving_is_flagged_for_the_cycle() -> None:
 
 async def test_podgroup_changes_under_a_wait_are_passed_on() -> None:
     w = _World()
-    w.state.groups.upsert(_podgroup(2))
-    w.state.groups.upsert(_podgroup(2))  # no change: nothing to say
-    w.state.groups.upsert(_podgroup("two"))
-    w.state.groups.delete((NS, "g"), None)
+    w.state.groups["coscheduling"].upsert(_podgroup(2))
+    w.state.groups["coscheduling"].upsert(_podgroup(2))  # no change: nothing to say
+    w.state.groups["coscheduling"].upsert(_podgroup("two"))
+    w.state.groups["coscheduling"].delete((NS, "g"), None)
     whys = [why for why, _ in w.disruptions]
     assert whys[0] == "minMember changed from 3 to 2"
     assert whys[1].startswith("its PodGroup became invalid: ")

@@ -1,0 +1,328 @@
+"""Every gang API job operators emit, over HTTP: each gang bound whole, status in its API's words.
+
+The real scheduler runs against the simulator serving the API (the native Kubernetes versions
+are chosen by the simulated release), and discovers at start-up which APIs there are to watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from gang.sim.cluster import SimCluster
+from tests.scheduler.conftest import Api, Env, eventually, gang_pod, running_scheduler
+
+NS = "default"
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+SIGS = ("scheduling.sigs.k8s.io", "v1alpha1")
+NODES = "4:gpu=8,cpu=32,memory=128Gi"
+
+
+@asynccontextmanager
+async def env_of(kubernetes_version: str = "1.37", nodes: str = NODES) -> AsyncIterator[Env]:
+    async with (
+        SimCluster(nodes, kubernetes_version=kubernetes_version) as cluster,
+        running_scheduler(cluster) as scheduler,
+        cluster.api_client() as client,
+    ):
+        yield Env(cluster, scheduler, Api(client))
+
+
+async def create(api: Api, gv: tuple[str, str], plural: str, body: dict[str, Any]) -> None:
+    await api.custom.create_namespaced_custom_object(gv[0], gv[1], NS, plural, body)
+
+
+async def get(api: Api, gv: tuple[str, str], plural: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = await api.custom.get_namespaced_custom_object(
+        gv[0], gv[1], NS, plural, name
+    )
+    return found
+
+
+def pod(name: str, gpu: int = 1, labels: Any = None, annotations: Any = None, **spec: Any) -> Any:
+    manifest = gang_pod(name, None, gpu=gpu, cpu="1", memory="1Gi", labels=labels, **spec)
+    if annotations:
+        manifest["metadata"]["annotations"] = annotations
+    return manifest
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+async def all_bound(api: Api, names: list[str]) -> bool:
+    bound = await api.bound(NS)
+    return all(n in bound for n in names)
+
+
+# --- Volcano ---------------------------------------------------------------------------------
+
+
+def volcano_group(name: str, min_member: int, gpus: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "/".join(VOLCANO),
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "minMember": min_member,
+            "queue": "default",
+            "minResources": {"nvidia.com/gpu": str(gpus)},
+            **spec,
+        },
+    }
+
+
+def volcano_pod(name: str, group: str, gpu: int = 2, task: str = "worker") -> Any:
+    return pod(
+        name,
+        gpu,
+        annotations={"scheduling.k8s.io/group-name": group, "volcano.sh/task-spec": task},
+    )
+
+
+async def test_volcano_group_goes_inqueue_before_its_pods_exist_then_runs_whole() -> None:
+    """The Training Operator v1 makes no pod until its PodGroup leaves Pending."""
+    async with env_of() as env:
+        await create(env.api, VOLCANO, "podgroups", volcano_group("pt", 3, 6))
+
+        async def inqueue() -> bool:
+            group = await get(env.api, VOLCANO, "podgroups", "pt")
+            return (group.get("status") or {}).get("phase") == "Inqueue"
+
+        await eventually(inqueue)
+        names = ["pt-master-0", "pt-worker-0", "pt-worker-1"]
+        await env.api.create_pods(
+            [volcano_pod(names[0], "pt", task="master")] + [volcano_pod(n, "pt") for n in names[1:]]
+        )
+        await eventually(lambda: all_bound(env.api, names))
+
+        async def running() -> bool:
+            group = await get(env.api, VOLCANO, "podgroups", "pt")
+            return (group.get("status") or {}).get("phase") == "Running"
+
+        await eventually(running)
+        scheduled = conditions(await get(env.api, VOLCANO, "podgroups", "pt"))["Scheduled"]
+        assert scheduled["status"] == "True"
+        assert scheduled["reason"] == "tasks in gang are ready to be scheduled"
+        assert scheduled["transitionID"]
+        await env.api.assert_not_overcommitted()
+
+
+async def test_volcano_group_that_can_never_fit_stays_pending_and_says_why() -> None:
+    async with env_of() as env:
+        await create(env.api, VOLCANO, "podgroups", volcano_group("huge", 2, 64))
+        await create(env.api, VOLCANO, "podgroups", volcano_group("ok", 2, 4))
+
+        async def said() -> bool:
+            group = await get(env.api, VOLCANO, "podgroups", "huge")
+            return "Unschedulable" in conditions(group)
+
+        await eventually(said)
+        huge = await get(env.api, VOLCANO, "podgroups", "huge")
+        assert huge["status"]["phase"] == "Pending"
+        unschedulable = conditions(huge)["Unschedulable"]
+        assert unschedulable["reason"] == "NotEnoughResources"
+        assert "never" in unschedulable["message"]
+        ok = await get(env.api, VOLCANO, "podgroups", "ok")
+        assert ok["status"]["phase"] == "Inqueue"
+
+
+async def test_volcano_gang_short_of_min_member_binds_nothing_and_reports_tasks() -> None:
+    async with env_of() as env:
+        await create(env.api, VOLCANO, "podgroups", volcano_group("g", 3, 6))
+        # 3 of the 4 whole nodes are taken: 1 of its 3 members fits
+        await env.api.create_pods([pod(f"other-{i}", 8) for i in range(3)])
+        await eventually(lambda: all_bound(env.api, [f"other-{i}" for i in range(3)]))
+        names = [f"g-{i}" for i in range(3)]
+        await env.api.create_pods([volcano_pod(n, "g", gpu=8) for n in names])
+
+        async def reported() -> bool:
+            group = await get(env.api, VOLCANO, "podgroups", "g")
+            return "Unschedulable" in conditions(group)
+
+        await eventually(reported)
+        bound = await env.api.bound(NS)
+        assert not any(n in bound for n in names)
+        message = conditions(await get(env.api, VOLCANO, "podgroups", "g"))["Unschedulable"]
+        assert message["message"].startswith("3/3 tasks in gang unschedulable: ")
+
+
+async def test_volcano_min_task_member_holds_per_task() -> None:
+    """minMember 2 of 3 pods, but both masters are required: a placement of two workers that
+    leaves a master out would satisfy minMember only."""
+    async with env_of(nodes="1:gpu=8,cpu=32,memory=128Gi") as env:
+        group = volcano_group("t", 2, 4, minTaskMember={"master": 2})
+        await create(env.api, VOLCANO, "podgroups", group)
+        await env.api.create_pods(
+            [
+                volcano_pod("t-w", "t", gpu=2),
+                volcano_pod("t-m0", "t", gpu=4, task="master"),
+                volcano_pod("t-m1", "t", gpu=4, task="master"),
+            ]
+        )
+        await eventually(lambda: all_bound(env.api, ["t-m0", "t-m1"]))
+        assert "t-w" not in await env.api.bound(NS)  # 10 GPUs asked, 8 there: the worker waits
+
+
+# --- scheduler-plugins before 0.25 -----------------------------------------------------------
+
+
+async def test_older_scheduler_plugins_group_binds_whole() -> None:
+    async with env_of() as env:
+        body = {
+            "apiVersion": "/".join(SIGS),
+            "kind": "PodGroup",
+            "metadata": {"name": "old"},
+            "spec": {"minMember": 3, "scheduleTimeoutSeconds": 30},
+        }
+        await create(env.api, SIGS, "podgroups", body)
+        names = [f"old-{i}" for i in range(3)]
+        label = {"pod-group.scheduling.sigs.k8s.io": "old"}
+        await env.api.create_pods([pod(n, 2, labels=label) for n in names])
+        await eventually(lambda: all_bound(env.api, names))
+
+        async def phase() -> bool:
+            status = (await get(env.api, SIGS, "podgroups", "old")).get("status") or {}
+            return status.get("phase") in ("Scheduled", "Running") and status["scheduled"] == 3
+
+        await eventually(phase)
+
+
+# --- native Kubernetes -----------------------------------------------------------------------
+
+
+def native_group(version: str, name: str, policy: dict[str, Any], **spec: Any) -> Any:
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": policy, **spec},
+    }
+
+
+def native_pod(name: str, group: str, gpu: int = 2) -> Any:
+    return pod(name, gpu, schedulingGroup={"podGroupName": group})
+
+
+async def native_gang_binds_and_says_so(kubernetes_version: str, version: str, kind: str) -> None:
+    gv = ("scheduling.k8s.io", version)
+    async with env_of(kubernetes_version) as env:
+        await create(
+            env.api, gv, "podgroups", native_group(version, "n", {"gang": {"minCount": 3}})
+        )
+        names = [f"n-{i}" for i in range(3)]
+        await env.api.create_pods([native_pod(p, "n") for p in names])
+        await eventually(lambda: all_bound(env.api, names))
+
+        async def scheduled() -> bool:
+            found = conditions(await get(env.api, gv, "podgroups", "n")).get(kind)
+            return found is not None and found["status"] == "True"
+
+        await eventually(scheduled)
+        assert conditions(await get(env.api, gv, "podgroups", "n"))[kind]["reason"] == "Scheduled"
+
+
+async def test_native_podgroup_v1alpha2_of_kubernetes_1_36() -> None:
+    await native_gang_binds_and_says_so("1.36", "v1alpha2", "PodGroupScheduled")
+
+
+async def test_native_podgroup_v1beta1_of_kubernetes_1_37() -> None:
+    await native_gang_binds_and_says_so("1.37", "v1beta1", "PodGroupInitiallyScheduled")
+
+
+async def test_native_gang_that_does_not_fit_binds_nothing_and_basic_pods_go_one_by_one() -> None:
+    gv = ("scheduling.k8s.io", "v1beta1")
+    async with env_of("1.37") as env:
+        await create(
+            env.api, gv, "podgroups", native_group("v1beta1", "big", {"gang": {"minCount": 5}})
+        )
+        await create(env.api, gv, "podgroups", native_group("v1beta1", "solo", {"basic": {}}))
+        big = [f"big-{i}" for i in range(5)]
+        solo = [f"solo-{i}" for i in range(6)]
+        await env.api.create_pods([native_pod(p, "big", gpu=8) for p in big])
+        await env.api.create_pods([native_pod(p, "solo", gpu=8) for p in solo])
+
+        async def refused() -> bool:
+            found = conditions(await get(env.api, gv, "podgroups", "big"))
+            kind = found.get("PodGroupInitiallyScheduled")
+            return kind is not None and kind["status"] == "False"
+
+        await eventually(refused)
+        assert (
+            conditions(await get(env.api, gv, "podgroups", "big"))["PodGroupInitiallyScheduled"][
+                "reason"
+            ]
+            == "Unschedulable"
+        )
+        bound = await env.api.bound(NS)
+        assert not any(p in bound for p in big)
+        # basic: as many as fit (4 nodes of 8 GPUs), one by one
+        await eventually(lambda: _count_bound(env.api, solo, 4))
+
+
+async def _count_bound(api: Api, names: list[str], count: int) -> bool:
+    bound = await api.bound(NS)
+    return sum(1 for n in names if n in bound) == count
+
+
+async def test_workload_of_kubernetes_1_35_one_gang_per_replica_key() -> None:
+    gv = ("scheduling.k8s.io", "v1alpha1")
+    async with env_of("1.35") as env:
+        workload = {
+            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "kind": "Workload",
+            "metadata": {"name": "wl"},
+            "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]},
+        }
+        await create(env.api, gv, "workloads", workload)
+
+        def ref(key: str) -> Any:
+            return {"name": "wl", "podGroup": "workers", "podGroupReplicaKey": key}
+
+        # replica "a": 2 members fit; replica "b": 2 members of 8 GPUs, but 3 nodes are taken
+        await env.api.create_pods([pod(f"x-{i}", 8) for i in range(3)])
+        await eventually(lambda: all_bound(env.api, [f"x-{i}" for i in range(3)]))
+        await env.api.create_pods(
+            [pod(f"b-{i}", 8, workloadRef=ref("b")) for i in range(2)]
+            + [pod(f"a-{i}", 0, workloadRef=ref("a")) for i in range(2)]
+        )
+        await eventually(lambda: all_bound(env.api, ["a-0", "a-1"]))
+        bound = await env.api.bound(NS)
+        assert "b-0" not in bound and "b-1" not in bound  # one fits, the gang needs two
+
+
+# --- a pod claimed twice ---------------------------------------------------------------------
+
+
+async def test_pod_naming_two_groups_is_reported_and_not_scheduled() -> None:
+    async with env_of() as env:
+        await create(env.api, VOLCANO, "podgroups", volcano_group("v", 1, 1))
+        await env.api.create_podgroup(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": "c"},
+                "spec": {"minMember": 1},
+            }
+        )
+        both = pod(
+            "both",
+            1,
+            labels={"scheduling.x-k8s.io/pod-group": "c"},
+            annotations={"scheduling.k8s.io/group-name": "v"},
+        )
+        await env.api.create_pods([both, volcano_pod("fine", "v", gpu=1)])
+        await eventually(lambda: all_bound(env.api, ["fine"]))
+
+        async def reported() -> bool:
+            return any(
+                e["reason"] == "AmbiguousPodGroup" and e["involvedObject"]["name"] == "both"
+                for e in await env.api.events(NS)
+            )
+
+        await eventually(reported)
+        event = next(e for e in await env.api.events(NS) if e["reason"] == "AmbiguousPodGroup")
+        assert "scheduling.x-k8s.io/pod-group" in event["message"]
+        assert "scheduling.k8s.io/group-name" in event["message"]
+        assert "both" not in await env.api.bound(NS)
