@@ -85,6 +85,25 @@ def reserved_condition(gang: Gang, previous: Mapping[str, Any]) -> Status | None
     return None
 
 
+def _by_type(previous: Mapping[str, Any]) -> dict[str, Status]:
+    """The conditions already written, by type (any writer's: an API that merges conditions by
+    type keeps the ones gang does not own); one without a type is not carried over."""
+    return {
+        c["type"]: dict(c)
+        for c in previous.get("conditions") or []
+        if isinstance(c, Mapping) and isinstance(c.get("type"), str)
+    }
+
+
+def _set_reserved(conditions: dict[str, Status], gang: Gang, previous: Mapping[str, Any]) -> None:
+    """Put gang's ``Reserved`` condition in, or take it out when the gang holds nothing."""
+    reserved = reserved_condition(gang, previous)
+    if reserved is not None:
+        conditions[RESERVED_CONDITION] = reserved
+    else:
+        conditions.pop(RESERVED_CONDITION, None)
+
+
 class _Counts:
     """How many members are bound, running, done."""
 
@@ -189,9 +208,7 @@ def volcano_status(
         phase = "Inqueue"
     else:
         phase = "Pending"
-    conditions = {
-        c["type"]: dict(c) for c in previous.get("conditions") or [] if isinstance(c, Mapping)
-    }
+    conditions = _by_type(previous)
     if unschedulable is not None:
         conditions["Unschedulable"] = _volcano_condition(
             previous, "Unschedulable", VOLCANO_NOT_ENOUGH, unschedulable
@@ -199,11 +216,7 @@ def volcano_status(
     if phase in ("Running", "Completed"):
         conditions["Scheduled"] = _volcano_condition(previous, "Scheduled", VOLCANO_READY, "")
     if gang is not None:
-        reserved = reserved_condition(gang, previous)
-        if reserved is not None:
-            conditions[RESERVED_CONDITION] = reserved
-        else:
-            conditions.pop(RESERVED_CONDITION, None)
+        _set_reserved(conditions, gang, previous)
     return {
         "phase": phase,
         "running": n.running,
@@ -226,9 +239,7 @@ def native_status(group: PodGroupInfo, gang: Gang, previous: Mapping[str, Any]) 
     minCount is bound, and never False again), ``DisruptionTarget`` while preempted, and
     gang's ``Reserved``; other writers' conditions are kept."""
     kind = NATIVE_CONDITION.get(group.version, "PodGroupScheduled")
-    conditions = {
-        c["type"]: dict(c) for c in previous.get("conditions") or [] if isinstance(c, Mapping)
-    }
+    conditions = _by_type(previous)
     n = _Counts(gang)
     old = conditions.get(kind)
     if old is None or old.get("status") != "True":
@@ -245,11 +256,7 @@ def native_status(group: PodGroupInfo, gang: Gang, previous: Mapping[str, Any]) 
             conditions[kind] = condition(previous, kind, "False", "Unschedulable", message)
     if gang.preempted_by is not None:
         conditions["DisruptionTarget"] = _disruption(gang.preempted_by, previous)
-    reserved = reserved_condition(gang, previous)
-    if reserved is not None:
-        conditions[RESERVED_CONDITION] = reserved
-    else:
-        conditions.pop(RESERVED_CONDITION, None)
+    _set_reserved(conditions, gang, previous)
     return {**previous, "conditions": list(conditions.values())}
 
 

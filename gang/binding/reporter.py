@@ -145,10 +145,9 @@ class KubeReporter:
             return
         kind = Kind(api.plural, api.group, group.version, api.plural)
         try:
-            if api.status_subresource:
-                await self.kube.patch_custom_status(kind, group.namespace, group.name, status)
-            else:
-                await self.kube.patch_custom(kind, group.namespace, group.name, {"status": status})
+            await self.kube.patch_custom_status(
+                kind, group.namespace, group.name, status, api.status_subresource
+            )
             self._written[key] = status
             self.status_writes += 1
         except KubeError as err:

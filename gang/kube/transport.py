@@ -336,24 +336,18 @@ class Kube:
         result: Obj = answer.json()
         return result
 
-    async def patch_custom(self, kind: Kind, namespace: str, name: str, patch: Obj) -> None:
-        """A JSON merge patch of the object itself (a CRD without a status subresource)."""
-        await self.request(
-            lambda: self.custom.patch_namespaced_custom_object(
-                kind.group,
-                kind.version,
-                namespace,
-                kind.plural,
-                name,
-                patch,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
+    async def patch_custom_status(
+        self, kind: Kind, namespace: str, name: str, status: Obj, subresource: bool = True
+    ) -> None:
+        """A JSON merge patch of a custom object's status: through its ``status`` subresource,
+        or (a CRD without one, like Volcano's) of the object itself."""
+        patch = (
+            self.custom.patch_namespaced_custom_object_status
+            if subresource
+            else self.custom.patch_namespaced_custom_object
         )
-
-    async def patch_custom_status(self, kind: Kind, namespace: str, name: str, status: Obj) -> None:
         await self.request(
-            lambda: self.custom.patch_namespaced_custom_object_status(
+            lambda: patch(
                 kind.group,
                 kind.version,
                 namespace,

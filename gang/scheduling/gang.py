@@ -186,32 +186,35 @@ class Gang:
     def timeout(self) -> float | None:
         return self.podgroup.schedule_timeout_seconds if self.podgroup is not None else None
 
+    def _tasks_missing(self) -> dict[str, int]:
+        """Volcano ``minTaskMember``: per task, how many more members it needs placed (bound
+        or reserved, as :meth:`placed` counts them)."""
+        missing = dict(self.podgroup.min_task_member) if self.podgroup is not None else {}
+        for member in [
+            *self.bound(),
+            *(self.members[k] for k in self.reserved if k in self.members),
+        ]:
+            if missing.get(member.task, 0) > 0:
+                missing[member.task] -= 1
+        return missing
+
     def tasks_short(self, placing: Iterable[Key]) -> bool:
-        """Volcano ``minTaskMember``: would some task still have too few members placed if
-        ``placing`` (pods and placeholders being placed now) were added?"""
-        wanted = self.podgroup.min_task_member if self.podgroup is not None else {}
-        if not wanted:
-            return False
-        have: dict[str, int] = {}
-        keys = [*self.reserved, *(k for k, p in self.members.items() if p.assigned), *placing]
-        for key in keys:
+        """Would some task still have too few members placed if ``placing`` (pods and
+        placeholders being placed now) were added?"""
+        missing = self._tasks_missing()
+        for key in placing:
             member = self.members.get(key)
-            if member is not None:
-                have[member.task] = have.get(member.task, 0) + 1
-        return any(have.get(task, 0) < count for task, count in wanted.items())
+            if member is not None and missing.get(member.task, 0) > 0:
+                missing[member.task] -= 1
+        return any(count > 0 for count in missing.values())
 
     def task_minimums(self, pods: list[PodInfo]) -> list[PodInfo]:
-        """Of ``pods``, the members each task still needs (its first ones, up to its
-        ``minTaskMember`` less what is placed already)."""
-        wanted = dict(self.podgroup.min_task_member) if self.podgroup is not None else {}
-        for key in [*self.reserved, *(k for k, p in self.members.items() if p.assigned)]:
-            member = self.members.get(key)
-            if member is not None and wanted.get(member.task, 0) > 0:
-                wanted[member.task] -= 1
+        """Of ``pods``, the members each task still needs (its first ones)."""
+        missing = self._tasks_missing()
         out = []
         for pod in pods:
-            if wanted.get(pod.task, 0) > 0:
-                wanted[pod.task] -= 1
+            if missing.get(pod.task, 0) > 0:
+                missing[pod.task] -= 1
                 out.append(pod)
         return out
 

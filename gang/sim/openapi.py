@@ -414,18 +414,14 @@ def _operations(rt: ResourceType, defs: _Definitions) -> dict[str, tuple[list[st
     collection = _collection_path(rt, rt.namespaced)
     scope = ["namespace"] if rt.namespaced else []
     ops: list[_Op] = []
+
+    def list_op(**scope: Any) -> _Op:
+        """The list (and watch) operation, in the namespace or across all of them."""
+        about = f"list or watch objects of kind {kind}"
+        return _Op("get", "list", "list", about, _LIST_PARAMETERS, None, listing, **scope)
+
     if "list" in verbs:
-        ops.append(
-            _Op(
-                "get",
-                "list",
-                "list",
-                f"list or watch objects of kind {kind}",
-                _LIST_PARAMETERS,
-                None,
-                listing,
-            )
-        )
+        ops.append(list_op())
     if "create" in verbs:
         ops.append(_Op("post", "post", "create", f"create a {kind}", write, obj, obj))
     if "deletecollection" in verbs:
@@ -445,19 +441,7 @@ def _operations(rt: ResourceType, defs: _Definitions) -> dict[str, tuple[list[st
     if rt.namespaced and "list" in verbs:
         out[_collection_path(rt, False)] = (
             ["pretty"],
-            [
-                _Op(
-                    "get",
-                    "list",
-                    "list",
-                    f"list or watch objects of kind {kind}",
-                    _LIST_PARAMETERS,
-                    None,
-                    listing,
-                    suffix="ForAllNamespaces",
-                    scoped=False,
-                )
-            ],
+            [list_op(suffix="ForAllNamespaces", scoped=False)],
         )
     ops = []
     if "get" in verbs:
