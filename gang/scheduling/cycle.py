@@ -188,12 +188,14 @@ class Cycle:
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
         result = placer.place(snap, pods, need, anchors)
-        if (
-            isinstance(result, Placement)
-            and need < len(pods)
-            and gang.tasks_short(result.assignments)
-        ):  # minMember placed, but not every task's minimum: each task's members first
-            mandatory = gang.task_minimums(pods)
+        if isinstance(result, Placement) and gang.tasks_missing(result.assignments):
+            # minMember placed, but not every task's minimum (Volcano minTaskMember)
+            lacking = gang.tasks_missing(p.key for p in pods)
+            if lacking:  # even every member there is would not do: wait for the rest
+                return "waiting for members: " + ", ".join(
+                    f"task {task or '(none)'} needs {count} more" for task, count in lacking.items()
+                )
+            mandatory = gang.task_minimums(pods)  # each task's members first
             if len(mandatory) >= need:
                 result = placer.place(snap, mandatory, len(mandatory), anchors)
             else:

@@ -198,15 +198,15 @@ class Gang:
                 missing[member.task] -= 1
         return missing
 
-    def tasks_short(self, placing: Iterable[Key]) -> bool:
-        """Would some task still have too few members placed if ``placing`` (pods and
-        placeholders being placed now) were added?"""
+    def tasks_missing(self, placing: Iterable[Key]) -> dict[str, int]:
+        """Per task, how many members it would still lack if ``placing`` (pods and
+        placeholders being placed now) were added; only tasks that would lack some."""
         missing = self._tasks_missing()
         for key in placing:
             member = self.members.get(key)
             if member is not None and missing.get(member.task, 0) > 0:
                 missing[member.task] -= 1
-        return any(count > 0 for count in missing.values())
+        return {task: count for task, count in missing.items() if count > 0}
 
     def task_minimums(self, pods: list[PodInfo]) -> list[PodInfo]:
         """Of ``pods``, the members each task still needs (its first ones)."""

@@ -149,18 +149,22 @@ async def test_volcano_gang_short_of_min_member_binds_nothing_and_reports_tasks(
 
 
 async def test_volcano_min_task_member_holds_per_task() -> None:
-    """minMember 2 of 3 pods, but both masters are required: a placement of two workers that
-    leaves a master out would satisfy minMember only."""
+    """minMember 2, but both masters are required: a worker and one master (minMember met) is
+    never bound; with the second master there, the two masters are."""
     async with env_of(nodes="1:gpu=8,cpu=32,memory=128Gi") as env:
         group = volcano_group("t", 2, 4, minTaskMember={"master": 2})
         await create(env.api, VOLCANO, "podgroups", group)
         await env.api.create_pods(
-            [
-                volcano_pod("t-w", "t", gpu=2),
-                volcano_pod("t-m0", "t", gpu=4, task="master"),
-                volcano_pod("t-m1", "t", gpu=4, task="master"),
-            ]
+            [volcano_pod("t-w", "t", gpu=2), volcano_pod("t-m0", "t", gpu=4, task="master")]
         )
+
+        async def waiting() -> bool:
+            found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
+            return "task master needs 1 more" in found.get("Unschedulable", {}).get("message", "")
+
+        await eventually(waiting)
+        assert not await env.api.bound(NS)
+        await env.api.create_pods([volcano_pod("t-m1", "t", gpu=4, task="master")])
         await eventually(lambda: all_bound(env.api, ["t-m0", "t-m1"]))
         assert "t-w" not in await env.api.bound(NS)  # 10 GPUs asked, 8 there: the worker waits
 
