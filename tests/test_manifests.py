@@ -338,7 +338,9 @@ def test_crd_schema_matches_coscheduling_fields() -> None:
     assert spec["minMember"]["format"] == "int32"
     assert spec["minMember"]["minimum"] == 1
     assert spec["scheduleTimeoutSeconds"]["format"] == "int32"
-    assert spec["scheduleTimeoutSeconds"]["minimum"] == 1
+    assert (
+        spec["scheduleTimeoutSeconds"]["minimum"] == 0
+    )  # 0 is the default, as the MPI Operator writes it
     quantity = spec["minResources"]["additionalProperties"]
     assert quantity["x-kubernetes-int-or-string"] is True
     assert quantity["pattern"].startswith("^") and quantity["pattern"].endswith("$")
@@ -372,6 +374,7 @@ GOOD_SPECS = [
         },
     },
     {"minMember": 2, "someFutureField": True},  # unknown fields are pruned, not refused
+    {"minMember": 3, "scheduleTimeoutSeconds": 0},  # the MPI Operator's default: gang's default
 ]
 
 BAD_SPECS = {
@@ -381,7 +384,7 @@ BAD_SPECS = {
     "minMember a fraction": {"minMember": 2.5},
     "minMember a boolean": {"minMember": True},
     "minMember beyond int32": {"minMember": 2**31},
-    "scheduleTimeoutSeconds zero": {"minMember": 2, "scheduleTimeoutSeconds": 0},
+    "scheduleTimeoutSeconds negative": {"minMember": 2, "scheduleTimeoutSeconds": -1},
     "scheduleTimeoutSeconds a string": {"minMember": 2, "scheduleTimeoutSeconds": "60s"},
     "minResources not a quantity": {"minMember": 2, "minResources": {"cpu": "lots"}},
     "minResources a list": {"minMember": 2, "minResources": ["cpu"]},

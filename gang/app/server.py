@@ -12,6 +12,9 @@ to that limit and ignored, and a larger one is a 413 (unread when its length is 
 - ``/metrics``: Prometheus text format.
 - ``/debug/gangs``: every gang the scheduler knows and why it is not (fully) placed; JSON for
   ``?format=json`` or ``Accept: application/json``, else a small HTML page.
+- ``/debug/explain/{namespace}/{name}``: one gang explained (``gang.app.explain``): its state,
+  queue position, the rule stopping it, reservation or preemption, what would unblock it; JSON,
+  404 with a message for a gang the scheduler does not know.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from gang.app.explain import explain, find_gang
 from gang.app.scheduler import GangScheduler
 from gang.scheduling.gang import Reservation
 
@@ -165,6 +169,7 @@ class StatusServer:
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/debug/gangs", self._gangs)
+        app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
         return app
 
     async def start(self, host: str, port: int) -> None:
@@ -194,6 +199,16 @@ class StatusServer:
             body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
 
+    async def _explain(self, request: web.Request) -> web.Response:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        scheduler = self.current()
+        if scheduler is None or not scheduler.ready.is_set():
+            return _json({"error": "not leading, or not synced yet"}, 503)
+        gang = find_gang(scheduler, namespace, name)
+        if gang is None:
+            return _json({"error": f"no gang {namespace}/{name} known to the scheduler"}, 404)
+        return _json(explain(scheduler, gang))
+
     async def _gangs(self, request: web.Request) -> web.Response:
         scheduler = self.current()
         rows = gang_report(scheduler) if scheduler is not None and scheduler.ready.is_set() else []
@@ -203,3 +218,9 @@ class StatusServer:
         if wants_json:
             return web.Response(body=orjson.dumps(rows), content_type="application/json")
         return web.Response(text=_html(rows), content_type="text/html")
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(body), status=status, headers={"Content-Type": "application/json"}
+    )

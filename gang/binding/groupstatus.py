@@ -23,6 +23,8 @@ from gang.scheduling.plugins import unsupported_message
 
 #: Volcano's reasons and its "ready" reason (which Volcano writes as a sentence)
 VOLCANO_NOT_ENOUGH = "NotEnoughResources"
+#: the reason of a gang that cannot fit the cluster even empty, distinct from "not now"
+NEVER_FITS_REASON = "NeverFits"
 VOLCANO_READY = "tasks in gang are ready to be scheduled"
 
 Status = dict[str, Any]
@@ -157,7 +159,8 @@ def coscheduling_status(gang: Gang, previous: Mapping[str, Any]) -> Status:
         conditions.append(reserved)
     if phase in ("Pending", "Scheduling"):
         message = gang.last_failure or f"{gang.placed()}/{need} members placed"
-        conditions.append(condition(previous, "Scheduled", "False", "Unschedulable", message))
+        reason = NEVER_FITS_REASON if gang.never_fits is not None else "Unschedulable"
+        conditions.append(condition(previous, "Scheduled", "False", reason, message))
     elif phase != "Failed":
         conditions.append(
             condition(
@@ -189,13 +192,17 @@ def volcano_status(
     was = previous.get("phase")
     fit = fits(group.min_resources) if group.error is None else False
     unschedulable: str | None = None
+    reason = VOLCANO_NOT_ENOUGH
     if group.error is not None:
         unschedulable = f"invalid PodGroup: {group.error}"
     elif fit is False:
+        reason = NEVER_FITS_REASON
         unschedulable = (
             "minResources do not fit the cluster's allocatable capacity: it can never run here"
         )
     elif gang is not None and gang.last_failure is not None and n.scheduled < need:
+        if gang.never_fits is not None:
+            reason = NEVER_FITS_REASON
         unschedulable = (
             f"{need - min(gang.placed(), need)}/{n.total} tasks in gang unschedulable: "
             f"{gang.last_failure}"
@@ -211,7 +218,7 @@ def volcano_status(
     conditions = _by_type(previous)
     if unschedulable is not None:
         conditions["Unschedulable"] = _volcano_condition(
-            previous, "Unschedulable", VOLCANO_NOT_ENOUGH, unschedulable
+            previous, "Unschedulable", reason, unschedulable
         )
     if phase in ("Running", "Completed"):
         conditions["Scheduled"] = _volcano_condition(previous, "Scheduled", VOLCANO_READY, "")

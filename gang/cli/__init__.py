@@ -4,7 +4,9 @@
 (``run``); ``gang sim serve`` runs the Kubernetes API simulator on its own for what-if runs and
 for kubectl (``sim_serve``); ``gang extender`` serves gang's filters and scores to kube-scheduler
 as a scheduler extender (``extender``); ``gang bench`` and ``gang chaos`` measure and torture it
-(``bench``, ``chaos``). Subcommands import what they need lazily so ``gang --help`` stays
+(``bench``, ``chaos``); ``gang explain`` says why a gang is pending, ``gang fit`` whether
+manifests would fit (a dry run), ``gang snapshot`` writes a cluster's shape for what-if runs.
+Subcommands import what they need lazily so ``gang --help`` stays
 instant.
 """
 
@@ -15,7 +17,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from gang.cli import bench, chaos, extender, run, sim_serve
+from gang.cli import bench, chaos, explain, extender, fit, run, sim_serve, snapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim_serve.add_parser(sub)
     extender.add_parser(sub)
     chaos.add_parser(sub)
+    explain.add_parser(sub)
+    fit.add_parser(sub)
+    snapshot.add_parser(sub)
     return parser
 
 
@@ -54,6 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(extender.command(args))
     if args.command == "chaos":
         return chaos.command(args)
+    if args.command == "explain":
+        return asyncio.run(explain.command(args))
+    if args.command == "fit":
+        return asyncio.run(fit.command(args))
+    if args.command == "snapshot":
+        return asyncio.run(snapshot.command(args))
     parser.print_help()
     return 2
 

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 
 from gang.sim.resources import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
 
+#: the node pools served when neither --nodes nor --from-snapshot says otherwise
+DEFAULT_NODES = "8:gpu=8,zones=2"
+
 if TYPE_CHECKING:
     from gang.sim.cluster import SimCluster
 
@@ -26,7 +29,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "separated by ';', e.g. '100:gpu=8,zones=4'. See gang/sim/nodespec.py.",
     )
     serve.add_argument(
-        "--nodes", default="8:gpu=8,zones=2", help="node pools (default: %(default)s)"
+        "--nodes",
+        default=None,
+        help=f"node pools (default: {DEFAULT_NODES}; with --from-snapshot: none, and any "
+        "given are added to the snapshot's nodes)",
+    )
+    serve.add_argument(
+        "--from-snapshot",
+        type=Path,
+        metavar="FILE",
+        help="replay a cluster snapshot (gang snapshot -o FILE): its nodes, pods and groups",
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8001)
@@ -92,13 +104,21 @@ class UsageError(Exception):
 
 def cluster_from_args(args: argparse.Namespace) -> SimCluster:
     """The simulated cluster the flags describe (not started); UsageError for a bad flag."""
+    from gang.models.snapshot import load as load_snapshot
     from gang.sim.cluster import SimCluster
     from gang.sim.faults import Faults
     from gang.sim.kubelet import KubeletConfig
     from gang.sim.nodespec import NodeSpecError, parse_pools
 
+    snapshot = None
+    if args.from_snapshot is not None:
+        try:
+            snapshot = load_snapshot(args.from_snapshot)
+        except (OSError, ValueError) as err:
+            raise UsageError(f"--from-snapshot: {err}") from None
+    nodes = args.nodes if args.nodes is not None else ("" if snapshot else DEFAULT_NODES)
     try:
-        pools = parse_pools(args.nodes)
+        pools = parse_pools(nodes) if nodes else []
     except NodeSpecError as err:
         raise UsageError(f"--nodes: {err}") from None
     kubelet: KubeletConfig | None = None
@@ -131,6 +151,7 @@ def cluster_from_args(args: argparse.Namespace) -> SimCluster:
         token=args.token,
         kubeconfig_path=args.kubeconfig.resolve(),
         kubernetes_version=args.kubernetes_version,
+        snapshot=snapshot,
     )
 
 

@@ -45,8 +45,10 @@ class PodGroupSpec(BaseModel):
 
     min_member: StrictInt = Field(alias="minMember", ge=1, le=MAX_MIN_MEMBER)
     min_resources: dict[str, str | StrictInt] = Field(default_factory=dict, alias="minResources")
+    #: 0 means "the scheduler's default", as unset does: the MPI Operator writes 0 when its
+    #: MPIJob names no timeout, and Kubeflow Trainer documents 0 as the default
     schedule_timeout_seconds: StrictInt | None = Field(
-        default=None, alias="scheduleTimeoutSeconds", ge=1, le=MAX_SCHEDULE_TIMEOUT_SECONDS
+        default=None, alias="scheduleTimeoutSeconds", ge=0, le=MAX_SCHEDULE_TIMEOUT_SECONDS
     )
 
     @field_validator("min_resources")
@@ -187,7 +189,7 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
         base,
         min_member=parsed.min_member,
         min_resources={k: resource_units(k, v) for k, v in parsed.min_resources.items()},
-        schedule_timeout_seconds=float(timeout) if timeout is not None else None,
+        schedule_timeout_seconds=float(timeout) if timeout else None,
     )
 
 

@@ -268,6 +268,10 @@ def format_quantity(value: Decimal | int, binary: bool = False) -> str:
     return f"{sign}{digits}e{exponent}"
 
 
+#: resources whose amounts read best with binary suffixes (bytes)
+_BINARY_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
+
+
 def resource_units(resource: str, value: str | int | float) -> int:
     """A resource amount in the scheduler's integer units: millicores for ``cpu``, else whole units.
 
@@ -275,3 +279,11 @@ def resource_units(resource: str, value: str | int | float) -> int:
     ephemeral-storage, pods, extended resources such as ``nvidia.com/gpu``) by ``Value()``.
     """
     return quantity_to_milli(value) if resource == "cpu" else quantity_to_int(value)
+
+
+def units_text(resource: str, units: int) -> str:
+    """An amount in the scheduler's units (:func:`resource_units`) as a quantity people read:
+    ``cpu`` 1500 → ``"1500m"``, 4000 → ``"4"``; memory 32 Gi in bytes → ``"32Gi"``."""
+    if resource == "cpu":
+        return format_quantity(Decimal(units) / 1000)
+    return format_quantity(units, binary=resource in _BINARY_RESOURCES)

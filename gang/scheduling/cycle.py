@@ -36,6 +36,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from gang.models.quantity import units_text
 from gang.models.settings import SchedulerConfig
 from gang.scheduling.framework import (
     Deny,
@@ -179,10 +180,14 @@ class Cycle:
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
         anchors += [node for _, node in held.values()]
         placer = self.placers[profile.scheduler_name]
+        gang.last_unplaceable = None
         for plugin in profile.pre_filters:
             rejection = call(plugin, "PreFilter", budget, plugin.pre_filter, gang, snap)
             if rejection:
                 if getattr(plugin, "about_capacity", False):  # running pods finishing may help
+                    never = self._never_fits(gang, placer, pods, need, snap)
+                    if never is not None:
+                        return never
                     return self._reserve_capacity(gang, placer, pods, need, anchors, rejection)
                 return rejection
         for pre_score in profile.pre_scores:
@@ -201,6 +206,10 @@ class Cycle:
             else:
                 result = placer.place(snap, pods, len(pods), anchors)
         if not isinstance(result, Placement):
+            gang.last_unplaceable = result
+            never = self._never_fits(gang, placer, pods, need, snap)
+            if never is not None:  # no victim or finishing pod can help: an impossible gang
+                return never  # blocks nobody (no preemption, no reservation)
             message = self._describe_failure(gang, result)
             for post in profile.post_filters:
                 message = (
@@ -606,6 +615,40 @@ class Cycle:
             for pod in gang.members.values():
                 self.state.reporter.pod_event(pod.key, pod.uid, kind, reason, message)
 
+    def _never_fits(
+        self, gang: Gang, placer: Placer, pods: list[PodInfo], need: int, snap: Snapshot
+    ) -> str | None:
+        """Whether the gang fails even on the empty cluster (every node's allocatable free, no
+        pod anywhere), judged once per node set and gang shape: then the failure message
+        says so, distinct from "not now". ``minResources`` beyond the cluster's allocatable
+        total never fit either. A gang of one keeps kube-scheduler's own words."""
+        if gang.single:
+            return None
+        cache = self.state.cache
+        memo = (cache.version, need, tuple(p.key for p in pods))
+        if gang.never_memo != memo:
+            gang.never_memo = memo
+            gang.never_fits, gang.never_placed = None, need
+            group = gang.podgroup
+            if group is not None and cache.fits_allocatable(group.min_resources) is False:
+                total = cache.index.describe(cache.allocatable[cache.valid].sum(axis=0))
+                gang.never_fits = (
+                    "its minResources exceed the cluster's allocatable capacity "
+                    f"({_short_of(total, group.min_resources)})"
+                )
+            else:
+                result = Trials(snap, pods, need, (), placer, cache.index).empty_result()
+                if isinstance(result, Unplaceable):
+                    gang.never_placed = result.placed
+                    gang.never_fits = self._describe_failure(gang, result).removeprefix(
+                        f"gang {gang.key} "
+                    )
+        if gang.never_fits is None:
+            return None
+        return f"gang {gang.key} can never fit this cluster, even with every node empty: " + (
+            gang.never_fits
+        )
+
     def _describe_failure(self, gang: Gang, failure: Unplaceable) -> str:
         if gang.single or failure.needed <= 1:
             return failure.message
@@ -749,4 +792,13 @@ def _holding_note(reservation: Reservation) -> str:
     return (
         f"reservation: holding {len(reservation.held)} node(s) for it until running pods "
         "there finish"
+    )
+
+
+def _short_of(total: Mapping[str, int], wanted: Mapping[str, int]) -> str:
+    """``nvidia.com/gpu: wants 72, 64 allocatable``, per resource beyond the total."""
+    return ", ".join(
+        f"{res}: wants {units_text(res, amount)}, {units_text(res, total.get(res, 0))} allocatable"
+        for res, amount in sorted(wanted.items())
+        if amount > total.get(res, 0)
     )

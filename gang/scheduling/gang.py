@@ -25,13 +25,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from gang.models.podgroup import PodGroupInfo
 from gang.state.podinfo import PodInfo
+
+if TYPE_CHECKING:
+    from gang.scheduling.placement import Unplaceable
 
 Key = tuple[str, str]
 
@@ -163,6 +166,15 @@ class Gang:
     reservation_refused: str | None = None
     #: a planned refusal: (node-set version, reservation-book version, no new plan before)
     reservation_memo: tuple[int, int, float] | None = None
+    #: the gang cannot fit this cluster even with every node empty: why (the empty cluster's
+    #: FitError), and how many of the members it needs do fit there; None while it could fit
+    never_fits: str | None = None
+    never_placed: int = 0
+    #: the judgement above, kept while the node set and the gang's shape stay the same:
+    #: (node-set version, members needed, members' keys)
+    never_memo: tuple[int, int, tuple[Key, ...]] | None = None
+    #: the last cycle's placement failure, structured (for explain); None after a placement
+    last_unplaceable: Unplaceable | None = None
 
     @property
     def priority(self) -> int:

@@ -75,6 +75,10 @@ class Unplaceable:
     message: str
     placed: int  # how many needed members fitted before one did not
     needed: int
+    #: the member that did not fit, and per Filter reason the number of nodes it rejected
+    #: it on (the histogram ``message`` summarises; empty for a trial)
+    member: Key | None = None
+    reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,8 +414,11 @@ class Placer:
             )
             picked = self._choose(view, candidates, local, active, used_domains)
             if picked is None:
-                message = self._explain(view, static, skip) if explain else ""
-                return Unplaceable(message, placed=i, needed=len(pods))
+                if not explain:
+                    return Unplaceable("", placed=i, needed=len(pods))
+                reasons = self._reasons(view, static, skip)
+                message = summarize(int(snap.valid.sum()), reasons)
+                return Unplaceable(message, i, len(pods), pod.key, dict(reasons))
             row = picked
             free[row] -= vec
             chosen[pod.key] = row
@@ -586,7 +593,9 @@ class Placer:
                 call(p, "Filter", None, p.relevant, pod, snap, placed)
             raise
 
-    def _explain(self, view: NodeFilterInput, static: _Static, skip: frozenset[object]) -> str:
+    def _reasons(
+        self, view: NodeFilterInput, static: _Static, skip: frozenset[object]
+    ) -> Counter[str]:
         """kube-scheduler's FitError histogram for this pod on the consumed snapshot: per node
         the first rejecting Filter's reasons."""
         snap = view.snap
@@ -607,7 +616,7 @@ class Placer:
                         plugin.reasons(view, int(row)) or [f"node(s) rejected by {plugin.name}"]
                     )
                     break
-        return summarize(int(snap.valid.sum()), reasons)
+        return reasons
 
 
 def _copy_ports(ports: Ports) -> Ports:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gang.scheduling.placement import Placement, Placer
+from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.state.cache import PodRecord, Snapshot
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
@@ -121,6 +121,11 @@ class Trials:
 
     def place_empty(self) -> Placement | None:
         """Place the gang on the cluster as if no pod ran anywhere and nothing were held."""
+        result = self.empty_result()
+        return result if isinstance(result, Placement) else None
+
+    def empty_result(self) -> Placement | Unplaceable:
+        """The placement on the empty cluster, or why it fails there (the gang can never fit)."""
         base = self.base
         snap = replace(
             base,
@@ -131,8 +136,7 @@ class Trials:
             held=None,
             kept=None,
         )
-        result = self.placer.place(snap, self.pods, self.need, ())
-        return result if isinstance(result, Placement) else None
+        return self.placer.place(snap, self.pods, self.need, ())
 
     def fits_empty(self) -> bool:
         """Whether the gang fits the cluster were it empty: the bound first, then placement."""

@@ -43,6 +43,7 @@ from gang.sim.kubelet import Kubelet, KubeletConfig
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
 from gang.sim.resources import DEFAULT_KUBERNETES_VERSION, Registry
 from gang.sim.server import ServerConfig, SimServer
+from gang.sim.snapshot import load_into
 from gang.sim.store import Store
 from gang.sim.volumes import VolumeController
 
@@ -83,8 +84,11 @@ class SimCluster:
         controllers: bool = True,
         provisioning_delay: float = 0.0,
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+        snapshot: dict[str, Any] | None = None,
     ) -> None:
         self.store = Store(history_size=history_size)
+        #: a cluster snapshot (``gang snapshot``) replayed at start, before any pool's nodes
+        self.snapshot = snapshot
         #: which release's APIs are served (the native scheduling.k8s.io gang API differs)
         self.kubernetes_version = kubernetes_version
         self.api = SimApi(
@@ -135,6 +139,8 @@ class SimCluster:
 
     async def start(self) -> None:
         self.api.bootstrap()
+        if self.snapshot is not None:
+            load_into(self.api, self.snapshot)
         if self._pools:
             self.add_nodes(self._pools)
         if self.controllers is not None:

@@ -25,7 +25,8 @@ Job controller (``batch/v1``):
 
 StatefulSet controller (``apps/v1``):
 
-- creates ``{sts}-{i}`` for i in ``range(replicas)`` with hostname ``{sts}-{i}`` and subdomain
+- creates ``{sts}-{i}`` for i in ``range(replicas)`` (from ``spec.ordinals.start`` when set, as
+  LeaderWorkerSet's worker sets do) with hostname ``{sts}-{i}`` and subdomain
   ``serviceName`` (so a headless Service gives stable DNS names), the labels
   ``statefulset.kubernetes.io/pod-name``, ``apps.kubernetes.io/pod-index`` and
   ``controller-revision-hash``; with ``podManagementPolicy: Parallel`` all at once, with the
@@ -460,6 +461,8 @@ class StatefulSetController(_Controller):
         name = sts["metadata"]["name"]
         spec = sts.get("spec") or {}
         replicas = int(spec.get("replicas", 1))
+        # spec.ordinals.start (GA in 1.31): ordinals run start..start+replicas-1
+        first = int((spec.get("ordinals") or {}).get("start") or 0)
         parallel = spec.get("podManagementPolicy") == "Parallel"
         pods = {p["metadata"]["name"]: p for p in self.owned_pods(sts)}
         # finished pods are replaced, pods above the replica count go (highest ordinal first)
@@ -467,12 +470,12 @@ class StatefulSetController(_Controller):
             p
             for p in pods.values()
             if not p["metadata"].get("deletionTimestamp")
-            and (is_terminal(p) or _ordinal(name, p) >= replicas)
+            and (is_terminal(p) or not first <= _ordinal(name, p) < first + replicas)
         ]
         doomed.sort(key=lambda p: -_ordinal(name, p))
         self.delete_pods(sts, doomed)
         gone = {p["metadata"]["name"] for p in doomed if is_terminal(p)}
-        for i in range(replicas):
+        for i in range(first, first + replicas):
             pod_name = f"{name}-{i}"
             pod = pods.get(pod_name)
             if pod is None or pod_name in gone:

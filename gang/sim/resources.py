@@ -172,6 +172,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=("all",),
         subresources=("status",),
     ),
+    # What job operators create beside their pods (the MPI Operator's hostfile and ssh keys).
+    ResourceType("", "v1", "configmaps", "ConfigMap", namespaced=True, short_names=("cm",)),
+    ResourceType("", "v1", "secrets", "Secret", namespaced=True),
     # Storage, for the volume controller stand-in (``gang.sim.volumes``).
     ResourceType(
         "",

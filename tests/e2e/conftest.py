@@ -7,7 +7,8 @@ in-process, over HTTP — always run.
 ``real``: a real cluster, when ``GANG_E2E_KUBECONFIG`` names its kubeconfig (skipped otherwise,
 with the reason in the test summary). Per test it
 
-1. creates ``manifests/crd-podgroups.yaml`` (skipped if the file does not exist) and any
+1. creates ``manifests/crd-podgroups.yaml`` (skipped if the file does not exist), the CRDs
+   of ``manifests/extra-apis/`` (Volcano's PodGroup, for the operator examples), and any
    ``manifests/*rbac*.yaml``, keeping what already exists, and waits for the CRD to be served;
 2. starts ``python -m gang run --kubeconfig $GANG_E2E_KUBECONFIG --port 0`` as a subprocess
    (``GANG_E2E_RUN_ARGS``, if set, replaces ``--port 0``) — the cluster must not run another
@@ -146,6 +147,8 @@ class RealCluster:
 
     async def install(self) -> None:
         crds = load_documents(CRD_FILE)
+        for extra in sorted((MANIFESTS / "extra-apis").glob("crd-*.yaml")):
+            crds += load_documents(extra)  # Volcano's and the older scheduler-plugins PodGroup
         for doc in crds:
             await self.create_or_keep(doc)
         for doc in crds:

@@ -8,6 +8,7 @@ difference between the simulator and Kubernetes shows up as one of the pair fail
 from __future__ import annotations
 
 from tests.e2e.scenarios import (
+    VOLCANO,
     Target,
     example_fits,
     gang_pods,
@@ -35,3 +36,43 @@ async def test_plain_pods_gang_binds_whole(cluster: Target) -> None:
 
 async def test_too_big_gang_is_reported_and_holds_nothing(cluster: Target) -> None:
     await too_big_waits_and_holds_nothing(cluster)
+
+
+# --- what job operators create (see each file's header for the object the user writes) ------
+
+
+async def test_trainer_v2_trainjob_with_coscheduling_binds_whole(cluster: Target) -> None:
+    await example_fits(cluster, "trainjob-coscheduling.yaml")
+
+
+async def test_mpi_operator_mpijob_binds_launcher_with_workers(cluster: Target) -> None:
+    """The operator writes scheduleTimeoutSeconds: 0; it must mean the default, not a refusal."""
+    namespace = await example_fits(cluster, "mpijob-v2.yaml")
+    roles = sorted(
+        p["metadata"]["labels"]["training.kubeflow.org/job-role"]
+        for p in await gang_pods(cluster, namespace, "osu-allreduce")
+    )
+    assert roles == ["launcher", "worker", "worker"]
+
+
+async def test_training_operator_pytorchjob_with_volcano_goes_inqueue_then_binds(
+    cluster: Target,
+) -> None:
+    namespace = await example_fits(cluster, "pytorchjob-volcano.yaml")
+    tasks = sorted(
+        p["metadata"]["annotations"]["volcano.sh/task-spec"]
+        for p in await gang_pods(cluster, namespace, "mnist-ddp", VOLCANO)
+    )
+    assert tasks == ["master", "worker", "worker"]
+
+
+async def test_leaderworkerset_with_volcano_binds_each_replica_group(cluster: Target) -> None:
+    namespace = await example_fits(cluster, "leaderworkerset-volcano.yaml")
+    for group in (0, 1):
+        pods = await gang_pods(cluster, namespace, f"vllm-llama-{group}-6c9f7d4b8", VOLCANO)
+        names = sorted(p["metadata"]["name"] for p in pods)
+        assert names == [f"vllm-llama-{group}", f"vllm-llama-{group}-1", f"vllm-llama-{group}-2"]
+
+
+async def test_jobset_with_a_native_podgroup_binds_whole(cluster: Target) -> None:
+    await example_fits(cluster, "jobset-native-podgroup.yaml")

@@ -122,7 +122,7 @@ async def test_volcano_group_that_can_never_fit_stays_pending_and_says_why() -> 
         huge = await get(env.api, VOLCANO, "podgroups", "huge")
         assert huge["status"]["phase"] == "Pending"
         unschedulable = conditions(huge)["Unschedulable"]
-        assert unschedulable["reason"] == "NotEnoughResources"
+        assert unschedulable["reason"] == "NeverFits"
         assert "never" in unschedulable["message"]
         ok = await get(env.api, VOLCANO, "podgroups", "ok")
         assert ok["status"]["phase"] == "Inqueue"

@@ -389,6 +389,28 @@ async def test_parallel_statefulset_creates_every_ordinal_at_once(kube: Kube) ->
     await until(status_two)
 
 
+async def test_statefulset_ordinals_start_where_spec_ordinals_says(kube: Kube) -> None:
+    """``spec.ordinals.start`` (GA in 1.31): LeaderWorkerSet's worker sets number from 1."""
+    body = statefulset("group-0", 3)
+    body["spec"]["ordinals"] = {"start": 1}
+    await kube.apps.create_namespaced_stateful_set(NS, body)
+
+    async def three() -> bool:
+        return bool((await kube.sts("group-0"))["status"].get("replicas") == 3)
+
+    await until(three)
+    pods = await kube.pods()
+    assert sorted(pods) == ["group-0-1", "group-0-2", "group-0-3"]
+    assert pods["group-0-1"]["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
+
+    await kube.apps.patch_namespaced_stateful_set("group-0", NS, {"spec": {"replicas": 1}})
+
+    async def scaled_down() -> bool:
+        return sorted(await kube.pods()) == ["group-0-1"]
+
+    await until(scaled_down)
+
+
 async def test_ordered_ready_statefulset_waits_for_each_pod() -> None:
     """The default policy creates ordinal N+1 only once N runs — a gang must use Parallel."""
     async with SimCluster("2") as cluster, cluster.api_client() as api_client:

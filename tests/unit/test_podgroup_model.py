@@ -173,8 +173,8 @@ def test_missing_min_member() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (0, "greater than or equal to 1"),
-        (-60, "greater than or equal to 1"),
+        (-60, "greater than or equal to 0"),
+        (-1, "greater than or equal to 0"),
         (MAX_SCHEDULE_TIMEOUT_SECONDS + 1, f"less than or equal to {MAX_SCHEDULE_TIMEOUT_SECONDS}"),
         (365 * 24 * 3600, "less than or equal to"),  # a year: surely a unit mistake
         (30.5, "valid integer"),
@@ -186,6 +186,13 @@ def test_missing_min_member() -> None:
 def test_invalid_schedule_timeout(value: JsonValue, message: str) -> None:
     info = parse_spec({"minMember": 2, "scheduleTimeoutSeconds": value})
     assert_invalid(info, "spec.scheduleTimeoutSeconds", message)
+
+
+def test_zero_schedule_timeout_means_the_default() -> None:
+    """The MPI Operator writes ``scheduleTimeoutSeconds: 0`` when an MPIJob names no timeout."""
+    info = parse_spec({"minMember": 3, "scheduleTimeoutSeconds": 0})
+    assert info.error is None
+    assert info.schedule_timeout_seconds is None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,169 @@
+"""A cluster's shape in one file: what placement reads, for what-if runs away from the cluster.
+
+``gang fit`` and ``gang explain`` (with no scheduler running) answer on a copy of the live
+cluster; ``gang sim serve --from-snapshot`` and ``gang bench --from-snapshot`` replay a real
+cluster's shape for capacity planning. All of them start from the same file: the objects
+placement reads — namespaces (their labels feed namespaceSelectors), PriorityClasses, nodes,
+PodDisruptionBudgets, every gang API's group objects the server serves, and every pod that is
+not finished — as the API server returned them, minus what only the server may write again
+(``managedFields``, ``resourceVersion``, ``uid``).
+
+``anonymise`` renames namespaces, nodes, pods and groups (consistently: a pod's ``nodeName``
+and group claim follow its node's and group's new names) and drops what identifies a workload
+but no placement rule reads: annotations other than the gang ones, container images, commands,
+arguments and environment. Labels are kept: selectors, affinity and spread rules match them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from gang.kube.transport import NAMESPACES, NODES, PDBS, PODS, Kind, Kube
+from gang.models.groupapis import GROUP_APIS
+from gang.models.podgroup import POD_GROUP_LABEL
+from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION
+from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
+
+Obj = dict[str, Any]
+PRIORITY_CLASSES = Kind("priorityclasses", "scheduling.k8s.io", "v1", "priorityclasses")
+#: metadata only the API server writes; a replay gets its own
+SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "selfLink", "generation")
+#: annotations placement or the gang APIs read, kept by ``anonymise``
+KEPT_ANNOTATIONS = frozenset(
+    {*VOLCANO_ANNOTATIONS, "volcano.sh/task-spec", EXPECTED_RUN_ANNOTATION}
+)
+
+
+async def take(kube: Kube) -> Obj:
+    """List everything placement reads; the snapshot document."""
+    items: list[Obj] = []
+    for kind in (NAMESPACES, PRIORITY_CLASSES, NODES, PDBS):
+        items += [_typed(kind, o) for o in (await kube.list(kind))[0]]
+    seen: set[tuple[str, str]] = set()
+    for api in GROUP_APIS:
+        if (api.group, api.plural) in seen:
+            continue
+        for version in api.versions:
+            if await kube.serves(api.group, version, api.plural):
+                kind = Kind(api.plural, api.group, version, api.plural)
+                items += [_typed(kind, o, api.kind) for o in (await kube.list(kind))[0]]
+                seen.add((api.group, api.plural))
+                break
+    pods = (await kube.list(PODS))[0]
+    items += [_typed(PODS, p) for p in pods if _unfinished(p)]
+    return {
+        "kind": SNAPSHOT_KIND,
+        "version": SNAPSHOT_VERSION,
+        "taken": time.time(),
+        "items": [_clean(o) for o in items],
+    }
+
+
+def _typed(kind: Kind, obj: Obj, kind_name: str | None = None) -> Obj:
+    """List items come without apiVersion and kind: put them back."""
+    api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
+    names = {"pods": "Pod", "nodes": "Node", "namespaces": "Namespace"}
+    names |= {"priorityclasses": "PriorityClass", "poddisruptionbudgets": "PodDisruptionBudget"}
+    return {"apiVersion": api_version, "kind": kind_name or names[kind.plural], **obj}
+
+
+def _unfinished(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _clean(obj: Obj) -> Obj:
+    meta = dict(obj.get("metadata") or {})
+    for name in SERVER_FIELDS:
+        meta.pop(name, None)
+    return {**obj, "metadata": meta}
+
+
+# --- anonymising --------------------------------------------------------------------------------
+
+
+class _Names:
+    """One new name per old name, per kind of name: ``prefix-1``, ``prefix-2``, ..."""
+
+    def __init__(self, prefix: str, keep: Iterable[str] = ()) -> None:
+        self.prefix = prefix
+        self.names: dict[str, str] = {k: k for k in keep}
+
+    def __call__(self, old: str) -> str:
+        if old not in self.names:
+            self.names[old] = f"{self.prefix}-{len(self.names) + 1}"
+        return self.names[old]
+
+
+def anonymise(snapshot: Obj) -> Obj:
+    """The snapshot with namespaces, nodes, pods and groups renamed, workload details dropped."""
+    system = ("default", "kube-system", "kube-public", "kube-node-lease")
+    ns, node, pod, group = (
+        _Names("ns", system),
+        _Names("node"),
+        _Names("pod"),
+        _Names("group"),
+    )
+    out = []
+    for obj in snapshot["items"]:
+        obj = orjson.loads(orjson.dumps(obj))  # a deep copy
+        meta = obj["metadata"]
+        kind = obj["kind"]
+        if kind == "Namespace":
+            meta["name"] = ns(meta["name"])
+        elif kind == "Node":
+            meta["name"] = node(meta["name"])
+            labels = meta.get("labels") or {}
+            if "kubernetes.io/hostname" in labels:
+                labels["kubernetes.io/hostname"] = meta["name"]
+        elif kind == "Pod":
+            _anonymise_pod(obj, pod, node, group)
+        elif kind not in ("PriorityClass",):
+            meta["name"] = group(meta["name"]) if kind != "PodDisruptionBudget" else meta["name"]
+        if "namespace" in meta:
+            meta["namespace"] = ns(meta["namespace"])
+        meta.pop("ownerReferences", None)
+        if kind != "Pod":
+            meta.pop("annotations", None)
+        out.append(obj)
+    return {**snapshot, "items": out, "anonymised": True}
+
+
+def _anonymise_pod(
+    obj: Obj, pod: Callable[[str], str], node: Callable[[str], str], group: Callable[[str], str]
+) -> None:
+    meta, spec = obj["metadata"], obj.setdefault("spec", {})
+    meta["name"] = pod(meta["name"])
+    meta.pop("generateName", None)
+    labels = meta.get("labels") or {}
+    for key in (POD_GROUP_LABEL, *SIGS_LEGACY_LABELS):
+        if key in labels:
+            labels[key] = group(labels[key])
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k in KEPT_ANNOTATIONS
+    }
+    for key in VOLCANO_ANNOTATIONS:
+        if key in annotations:
+            annotations[key] = group(annotations[key])
+    meta["annotations"] = annotations
+    if spec.get("nodeName"):
+        spec["nodeName"] = node(spec["nodeName"])
+    scheduling_group = spec.get("schedulingGroup") or {}
+    if scheduling_group.get("podGroupName"):
+        scheduling_group["podGroupName"] = group(scheduling_group["podGroupName"])
+    ref = spec.get("workloadRef") or {}
+    if ref.get("name"):
+        ref["name"] = group(ref["name"])
+    for field in ("hostname", "subdomain", "serviceAccountName", "serviceAccount"):
+        spec.pop(field, None)
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            for private in ("command", "args", "env", "envFrom", "workingDir"):
+                container.pop(private, None)
+            container["image"] = "image"
+    status = obj.get("status") or {}
+    for private in ("podIP", "podIPs", "hostIP", "hostIPs", "containerStatuses", "message"):
+        status.pop(private, None)

@@ -1,0 +1,100 @@
+"""``kubectl apply -f examples/``, validation on, against ``gang sim serve`` with ``gang run``.
+
+What a new user does first: start the simulator and the scheduler as the README says, apply the
+whole examples directory with the real kubectl (which reads the server's OpenAPI and has it
+validate every object strictly), and watch. Every gang of every fitting example, whatever API
+its operator uses, must be bound whole; the too-big gang binds nothing and holds nothing.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.scenarios import EXAMPLES, FITTING, TOO_BIG, claimed_group
+from tests.sim.kubectl_server import Served, gang_sim_serve
+
+NAMESPACE = "examples"
+PATIENCE = 60.0
+
+
+def gang_run(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "gang", "run", "--kubeconfig", str(kubeconfig), "--port", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def pods_by_gang(served: Served) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    status, body = served.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")
+    assert status == 200, body
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for pod in body["items"]:
+        group = claimed_group(pod)
+        if group is not None:
+            out.setdefault(group, []).append(pod)
+    return out
+
+
+def reports_scheduled(served: Served, api_version: str, name: str) -> bool:
+    path = f"/apis/{api_version}/namespaces/{NAMESPACE}/podgroups/{name}"
+    status = served.request("GET", path)[1].get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    if api_version.startswith("scheduling.x-k8s.io"):
+        return status.get("phase") in ("Scheduled", "Running") and status.get("scheduled") == 3
+    if api_version.startswith("scheduling.volcano.sh"):
+        return status.get("phase") == "Running" and conditions.get("Scheduled") == "True"
+    return conditions.get("PodGroupInitiallyScheduled") == "True"
+
+
+def test_kubectl_apply_examples_binds_every_example_gang(tmp_path: Path) -> None:
+    expected = {(g.api, g.name): g.size for gangs in FITTING.values() for g in gangs}
+    _, too_big, too_big_size = TOO_BIG
+    with gang_sim_serve(tmp_path, nodes="6:gpu=8,zones=2") as served:
+        log = tmp_path / "gang-run.log"
+        scheduler = gang_run(served.kubeconfig, log)
+        try:
+            served.kubectl("create", "namespace", NAMESPACE)
+            applied = served.run("apply", "-n", NAMESPACE, "-f", str(EXAMPLES), "-v=6")
+            assert applied.returncode == 0, applied.stderr
+            assert "fieldValidation=Strict" in applied.stderr  # validation was on, server-side
+            deadline = time.monotonic() + PATIENCE
+            while True:
+                assert scheduler.poll() is None, log.read_text()
+                gangs = pods_by_gang(served)
+                bound = {
+                    key: sum(1 for p in gangs.get(key, []) if p["spec"].get("nodeName"))
+                    for key in expected
+                }
+                if bound == expected:
+                    break
+                assert time.monotonic() < deadline, (bound, expected, log.read_text()[-5000:])
+                time.sleep(0.2)
+            for key, size in expected.items():  # whole: exactly the members, all bound
+                assert len(gangs[key]) == size, (key, [p["metadata"]["name"] for p in gangs[key]])
+            left_out = gangs[("coscheduling", too_big)]
+            assert len(left_out) == too_big_size
+            assert not [p for p in left_out if p["spec"].get("nodeName")], "too-big gang bound"
+            # each API's group object says so, in its own words (status is written after binding)
+            for api_version, name in (
+                ("scheduling.x-k8s.io/v1alpha1", "osu-allreduce"),
+                ("scheduling.volcano.sh/v1beta1", "mnist-ddp"),
+                ("scheduling.k8s.io/v1beta1", "jax-pretrain"),
+            ):
+                while not reports_scheduled(served, api_version, name):
+                    assert time.monotonic() < deadline, (api_version, name, "status")
+                    time.sleep(0.2)
+        finally:
+            scheduler.send_signal(signal.SIGTERM)
+            try:
+                scheduler.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                scheduler.kill()
+                scheduler.wait()
+        assert scheduler.returncode == 0, log.read_text()[-5000:]

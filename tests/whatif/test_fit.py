@@ -1,0 +1,205 @@
+"""``gang fit`` against a live (simulated) cluster, then ``gang run`` doing it for real.
+
+Each scenario sets a cluster up with the real scheduler running, asks ``gang fit`` (snapshot of
+the live cluster over HTTP, replayed with gang's own scheduler, nothing written), checks its
+answer and exit code, then creates the same manifests on the live cluster and checks that the
+running scheduler does what ``gang fit`` said: binds (on the same nodes), preempts the same
+gang, reserves, says it can never fit, or is stopped by the same rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gang import whatif
+from gang.cli import build_parser
+from gang.cli import fit as fit_cli
+from tests.scheduler.conftest import Env, eventually, gang_pod, podgroup
+from tests.scheduler.test_preemption import cluster, run_gang
+
+Obj = dict[str, Any]
+
+
+def manifests(tmp_path: Path, name: str, size: int, gpu: int, **pod_extra: Any) -> Path:
+    priority = pod_extra.pop("priority_class", None)
+    docs = [podgroup(name, size, timeout=30)] + [
+        gang_pod(f"{name}-{i}", name, gpu=gpu, cpu="100m", priority_class=priority, **pod_extra)
+        for i in range(size)
+    ]
+    for doc in docs[1:]:
+        doc.setdefault("apiVersion", "v1")
+        doc.setdefault("kind", "Pod")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+async def gang_fit(
+    env: Env, path: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, Obj]:
+    """Run ``gang fit -o json`` in-process against the live cluster: exit code, the answer."""
+    args = build_parser().parse_args(
+        ["fit", "-f", str(path), "--kubeconfig", str(env.cluster.kubeconfig_path), "-o", "json",
+         *extra]
+    )  # fmt: skip
+    capsys.readouterr()
+    code = await fit_cli.command(args)
+    [answer] = json.loads(capsys.readouterr().out)
+    return code, answer
+
+
+def documents(path: Path) -> list[Obj]:
+    return list(yaml.safe_load_all(path.read_text()))
+
+
+async def apply(env: Env, path: Path) -> None:
+    docs = documents(path)
+    await env.api.create_podgroup(docs[0])
+    await env.api.create_pods(docs[1:])
+
+
+async def test_fits_now_and_gang_run_binds_it_on_those_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with cluster("4:gpu=8") as (env, _):
+        await run_gang(env, "running", 2, "low", gpu=8)
+        path = manifests(tmp_path, "train", 3, 4)
+        code, answer = await gang_fit(env, path, capsys)
+        assert (code, answer["answer"]) == (whatif.FITS_NOW, "fits now"), answer
+        assert answer["state"] == "placed" and len(answer["nodes"]) >= 2
+        before = await env.api.bound()
+        assert not any(p.startswith("train-") for p in before), "gang fit wrote to the cluster"
+
+        await apply(env, path)
+
+        async def bound() -> bool:
+            pods = await env.api.bound()
+            return all(f"train-{i}" in pods for i in range(3))
+
+        await eventually(bound)
+        nodes = {n for p, n in (await env.api.bound()).items() if p.startswith("train-")}
+        assert nodes == set(answer["nodes"])
+
+
+async def test_fits_after_preempting_the_gang_gang_run_then_preempts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with cluster("4:gpu=8") as (env, _):
+        await run_gang(env, "filler", 4, "low", gpu=8)
+        path = manifests(tmp_path, "urgent", 2, 8, priority_class="high")
+        code, answer = await gang_fit(env, path, capsys)
+        assert (code, answer["answer"]) == (
+            whatif.AFTER_PREEMPTION,
+            "fits after preempting",
+        ), answer
+        assert "default/filler" in answer["preemption"]["evicting"]
+        assert len(await env.api.bound()) == 4  # nothing evicted by the dry run
+
+        await apply(env, path)
+
+        async def urgent_bound() -> bool:
+            pods = await env.api.bound()
+            return "urgent-0" in pods and "urgent-1" in pods
+
+        await eventually(urgent_bound, within=20)
+        reasons = {e["reason"] for e in await env.api.events()}
+        assert "Preempted" in reasons
+
+
+async def test_fits_once_pods_finish_gang_run_then_reserves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with cluster("4:gpu=8") as (env, _):
+        await run_gang(env, "filler", 4, "low", gpu=8)
+        path = manifests(tmp_path, "waiter", 2, 8, priority_class="low")
+        code, answer = await gang_fit(env, path, capsys)
+        assert (code, answer["answer"]) == (
+            whatif.AFTER_RESERVATION,
+            "fits once running pods finish",
+        ), answer
+        assert len(answer["reservation"]["nodes"]) == 2
+        assert answer["reservation"]["waiting_for_pods"] >= 2
+
+        await apply(env, path)
+
+        async def reserved() -> bool:
+            status = (await env.api.get_podgroup("waiter")).get("status") or {}
+            return any(c["type"] == "Reserved" for c in status.get("conditions") or [])
+
+        await eventually(reserved)
+
+
+async def test_never_fits_gang_run_then_says_never(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with cluster("4:gpu=8") as (env, _):
+        path = manifests(tmp_path, "huge", 5, 8)
+        code, answer = await gang_fit(env, path, capsys)
+        assert (code, answer["answer"]) == (whatif.NEVER_FITS, "never fits"), answer
+        assert answer["never"]["members_that_fit_empty"] == 4
+        assert "lower minMember to 4 (4 member(s) fit)" in answer["unblock"]
+
+        await apply(env, path)
+
+        async def said_never() -> bool:
+            status = (await env.api.get_podgroup("huge")).get("status") or {}
+            scheduled = {c["type"]: c for c in status.get("conditions") or []}.get("Scheduled")
+            return scheduled is not None and scheduled["reason"] == "NeverFits"
+
+        await eventually(said_never)
+        events = [e["message"] for e in await env.api.events() if e["reason"] == "FailedScheduling"]
+        assert any("can never fit this cluster" in m for m in events), events
+
+
+async def test_rule_blocked_gang_run_then_is_stopped_by_the_same_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"scheduler": {"reservations": False}}))
+    away = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "db"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    async with cluster("4:gpu=8", reservations=False) as (env, _):
+        await env.api.create_pods(  # one db per node (they keep away from each other)
+            [
+                gang_pod(f"db-{i}", None, cpu="100m", labels={"app": "db"}, affinity=away)
+                for i in range(4)
+            ]
+        )
+
+        async def spread() -> bool:
+            return len(set((await env.api.bound()).values())) == 4
+
+        await eventually(spread)
+        path = manifests(tmp_path, "apart", 2, 1, affinity=away)
+        code, answer = await gang_fit(env, path, capsys, "--config", str(config))
+        assert (code, answer["answer"]) == (whatif.NOT_NOW, "does not fit now"), answer
+        assert answer["state"] == "rule-blocked"
+        reasons = answer["blocked_member"]["nodes_rejecting"]
+        assert reasons == {"node(s) didn't match pod anti-affinity rules": 4}
+
+        await apply(env, path)
+        await asyncio.sleep(0.5)
+
+        async def same_rule() -> bool:
+            return any(
+                "4 node(s) didn't match pod anti-affinity rules" in e["message"]
+                for e in await env.api.events()
+                if e["reason"] == "FailedScheduling"
+            )
+
+        await eventually(same_rule)
+        assert not any(p.startswith("apart-") for p in await env.api.bound())
