@@ -26,6 +26,7 @@ from gang.models.settings import SchedulerConfig
 from gang.sim.api import SimApi
 from gang.sim.cluster import SimCluster
 from gang.sim.errors import ApiError
+from gang.sim.nodespec import NodePool
 from gang.sim.snapshot import resource_of
 from gang.state.podinfo import group_claims
 
@@ -92,6 +93,10 @@ class Copy:
                 return answers
             await asyncio.sleep(POLL_SECONDS)
 
+    def pending_gangs(self) -> set[str]:
+        """The gangs of the replayed cluster with a member waiting for a node."""
+        return {str(g.key) for g in self.scheduler.state.gangs.values() if g.pending()}
+
     def explain_all(self, names: Sequence[str]) -> dict[str, Obj]:
         out: dict[str, Obj] = {}
         for full in names:
@@ -117,9 +122,12 @@ def _ensure_namespace(api: SimApi, namespace: str) -> None:
 
 
 @asynccontextmanager
-async def replay(snapshot: Obj, config: SchedulerConfig | None = None) -> AsyncIterator[Copy]:
-    """The snapshot replayed in-process with the real scheduler running on it."""
-    async with SimCluster(snapshot=snapshot) as cluster:
+async def replay(
+    snapshot: Obj, config: SchedulerConfig | None = None, pools: Sequence[NodePool] = ()
+) -> AsyncIterator[Copy]:
+    """The snapshot replayed in-process (with ``pools`` of nodes added) with the real
+    scheduler running on it."""
+    async with SimCluster(list(pools), snapshot=snapshot) as cluster:
         client = await make_api_client(str(cluster.kubeconfig_path))
         scheduler = GangScheduler(client, config or SchedulerConfig(), instance="what-if")
         task = asyncio.create_task(scheduler.run())
@@ -145,3 +153,26 @@ def answer_of(explained: Obj) -> tuple[str, int]:
 
 def worst(codes: Sequence[int]) -> int:
     return max(codes, key=EXIT_ORDER.index, default=FITS_NOW)
+
+
+def plan_rows(answers: dict[str, Obj]) -> list[Obj]:
+    """Capacity planning's table: per gang its answer, a detail, and the expected wait where
+    the scheduler has one (0 when placed, a reservation's expected start otherwise)."""
+    rows = []
+    for name, explained in sorted(answers.items()):
+        answer, _ = answer_of(explained)
+        detail, wait = "", None
+        if explained.get("state") == PLACED:
+            wait = 0.0
+        elif "reservation" in explained:
+            wait = float(explained["reservation"]["starts_in_seconds"])
+            detail = f" (expected to start in {wait:.0f}s)"
+        elif "preemption" in explained:
+            detail = f" (evicting {explained['preemption']['evicting']})"
+        elif explained.get("summary"):
+            detail = f" ({explained['summary']}"
+            if explained.get("not_reserved_because"):
+                detail += f"; no reservation: {explained['not_reserved_because']}"
+            detail += ")"
+        rows.append({"gang": name, "answer": answer, "detail": detail, "wait": wait})
+    return rows

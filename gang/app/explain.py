@@ -163,13 +163,26 @@ def _judge(scheduler: GangScheduler, gang: Gang) -> tuple[str, str, list[str]]:
 def _never_help(gang: Gang) -> list[str]:
     help_ = _lower_min(gang, gang.never_placed)
     text = gang.never_fits or ""
-    for part in text.replace(";", ",").split(","):
-        part = part.strip().rstrip(".")
-        if "Insufficient " in part:
-            resource = part.split("Insufficient ", 1)[1]
-            help_.append(f"add nodes with more allocatable {resource}, or request less per member")
+    resources = sorted(
+        {
+            part.split("Insufficient ", 1)[1].strip().rstrip(".")
+            for part in text.replace(";", ",").split(",")
+            if "Insufficient " in part
+        }
+    )
     if "minResources" in text:
         help_.append("lower minResources to what the cluster's nodes can ever offer")
+    elif resources and gang.never_placed > 0:
+        short = gang.min_member - gang.never_placed
+        help_.append(
+            f"add nodes with room for {short} more member(s) ({', '.join(resources)}), "
+            "or request less per member"
+        )
+    elif resources:
+        help_.append(
+            f"no node can hold one member: add nodes with more allocatable "
+            f"{', '.join(resources)}, or request less per member"
+        )
     return help_ or ["change the rule no node can meet, or add nodes that meet it"]
 
 

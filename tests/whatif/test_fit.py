@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +204,34 @@ async def test_rule_blocked_gang_run_then_is_stopped_by_the_same_rule(
 
         await eventually(same_rule)
         assert not any(p.startswith("apart-") for p in await env.api.bound())
+
+
+async def test_bench_from_snapshot_plans_capacity_with_nodes_added(tmp_path: Path) -> None:
+    """``gang snapshot`` of a full cluster, then ``gang bench --from-snapshot``: without new
+    nodes the gang waits for the running ones (a reservation, with its expected start); with
+    two nodes added it fits at once. The live cluster is not touched."""
+    async with cluster("4:gpu=8") as (env, _):
+        await run_gang(env, "filler", 4, "low", gpu=8)
+        snap = tmp_path / "snap.json.gz"
+        done = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gang", "snapshot", "--kubeconfig",
+            str(env.cluster.kubeconfig_path), "-o", str(snap),
+        )  # fmt: skip
+        assert await done.wait() == 0
+        path = manifests(tmp_path, "next", 2, 8, priority_class="low")
+
+        async def plan(*extra: str) -> str:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "gang", "bench", "--from-snapshot", str(snap),
+                "-f", str(path), *extra, stdout=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, _ = await proc.communicate()
+            assert proc.returncode == 0
+            return out.decode()
+
+        as_is = await plan()
+        assert "default/next: fits once running pods finish (expected to start in" in as_is
+        grown = await plan("--nodes", "2:gpu=8,prefix=added")
+        assert "capacity plan: 6 nodes" in grown
+        assert "default/next: fits now" in grown
+        assert not any(p.startswith("next-") for p in await env.api.bound())
