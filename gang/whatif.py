@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gang.app.explain import PLACED, explain, find_gang
+from gang.app.explain import INVALID, NEVER, PLACED, RESERVED, VICTIMS, explain, find_gang
 from gang.app.scheduler import GangScheduler
 from gang.kube.client import make_api_client
 from gang.models.groupapis import GROUP_APIS
@@ -37,12 +37,13 @@ POLL_SECONDS = 0.05
 #: exit codes of ``gang fit``, worst last (the command exits with the worst of its gangs')
 FITS_NOW, NEVER_FITS, BAD_INPUT, AFTER_PREEMPTION, AFTER_RESERVATION, NOT_NOW = 0, 1, 2, 3, 4, 5
 EXIT_ORDER = (FITS_NOW, AFTER_PREEMPTION, AFTER_RESERVATION, NOT_NOW, NEVER_FITS, BAD_INPUT)
+#: explain's states that ``gang fit`` answers by name; every other state is "not now"
 ANSWERS = {
-    "placed": ("fits now", FITS_NOW),
-    "waiting-for-victims": ("fits after preempting", AFTER_PREEMPTION),
-    "reserved": ("fits once running pods finish", AFTER_RESERVATION),
-    "never": ("never fits", NEVER_FITS),
-    "invalid": ("invalid", BAD_INPUT),
+    PLACED: ("fits now", FITS_NOW),
+    VICTIMS: ("fits after preempting", AFTER_PREEMPTION),
+    RESERVED: ("fits once running pods finish", AFTER_RESERVATION),
+    NEVER: ("never fits", NEVER_FITS),
+    INVALID: ("invalid", BAD_INPUT),
 }
 
 
@@ -143,12 +144,7 @@ async def replay(
 
 def answer_of(explained: Obj) -> tuple[str, int]:
     """``gang fit``'s verdict for one gang: words and exit code."""
-    state = explained.get("state", "queued")
-    if state in ANSWERS:
-        return ANSWERS[state]
-    if state == PLACED:
-        return ANSWERS["placed"]
-    return "does not fit now", NOT_NOW
+    return ANSWERS.get(explained.get("state", ""), ("does not fit now", NOT_NOW))
 
 
 def worst(codes: Sequence[int]) -> int:

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from gang.kube.client import make_api_client
 from gang.kube.transport import NAMESPACES, NODES, PDBS, PODS, Kind, Kube
 from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import POD_GROUP_LABEL
-from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION
+from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
 Obj = dict[str, Any]
@@ -36,6 +38,18 @@ SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "selfLink", "generat
 KEPT_ANNOTATIONS = frozenset(
     {*VOLCANO_ANNOTATIONS, "volcano.sh/task-spec", EXPECTED_RUN_ANNOTATION}
 )
+
+
+async def snapshot_of(path: Path | None = None, kubeconfig: str | None = None) -> Obj:
+    """The snapshot in ``path`` if given, else one taken of the cluster ``kubeconfig`` (or the
+    in-cluster config, or ``~/.kube/config``) names."""
+    if path is not None:
+        return load(path)
+    client = await make_api_client(kubeconfig)
+    try:
+        return await take(Kube(client))
+    finally:
+        await client.close()
 
 
 async def take(kube: Kube) -> Obj:

@@ -117,20 +117,9 @@ async def _through_proxy(kubeconfig: str | None, path: str) -> Obj | None:
 
 async def _from_copy(args: argparse.Namespace, namespace: str, name: str) -> Obj:
     from gang import whatif
-    from gang.models.snapshot import load
+    from gang.app.snapshot import snapshot_of
 
-    if args.from_snapshot is not None:
-        snapshot = load(args.from_snapshot)
-    else:
-        from gang.app.snapshot import take
-        from gang.kube.client import make_api_client
-        from gang.kube.transport import Kube
-
-        client = await make_api_client(args.kubeconfig)
-        try:
-            snapshot = await take(Kube(client))
-        finally:
-            await client.close()
+    snapshot = await snapshot_of(args.from_snapshot, args.kubeconfig)
     full = f"{namespace}/{name}"
     async with whatif.replay(snapshot) as copy:
         answers = await copy.judged([full], args.wait)

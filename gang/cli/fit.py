@@ -61,10 +61,11 @@ def load_manifests(paths: list[Path]) -> list[Obj]:
 async def command(args: argparse.Namespace) -> int:
     from gang import whatif
     from gang.app.config import ConfigError
+    from gang.app.snapshot import snapshot_of
 
     try:
         docs = load_manifests(args.filename)
-        snapshot = await _snapshot(args)
+        snapshot = await snapshot_of(args.from_snapshot, args.kubeconfig)
         config = _config(args.config)
     except (OSError, ValueError, ConfigError) as err:
         print(f"gang fit: {err}", file=sys.stderr)
@@ -107,22 +108,6 @@ def render(entry: Obj) -> str:
     body = render_explained(entry) if "queue" in entry else f"  {entry.get('summary', '')}"
     lines += body.splitlines()[1:]
     return "\n".join(lines)
-
-
-async def _snapshot(args: argparse.Namespace) -> Obj:
-    from gang.models.snapshot import load
-
-    if args.from_snapshot is not None:
-        return load(args.from_snapshot)
-    from gang.app.snapshot import take
-    from gang.kube.client import make_api_client
-    from gang.kube.transport import Kube
-
-    client = await make_api_client(args.kubeconfig)
-    try:
-        return await take(Kube(client))
-    finally:
-        await client.close()
 
 
 def _config(path: Path | None) -> Any:

@@ -28,19 +28,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 async def command(args: argparse.Namespace) -> int:
-    from gang.app.snapshot import anonymise, take
-    from gang.kube.client import make_api_client
-    from gang.kube.transport import Kube, KubeError
+    from gang.app.snapshot import anonymise, snapshot_of
+    from gang.kube.transport import KubeError
     from gang.models.snapshot import dump
 
-    client = await make_api_client(args.kubeconfig)
     try:
-        snapshot = await take(Kube(client))
+        snapshot = await snapshot_of(kubeconfig=args.kubeconfig)
     except KubeError as err:
         print(f"gang snapshot: {err}", file=sys.stderr)
         return 1
-    finally:
-        await client.close()
     if args.anonymise:
         snapshot = anonymise(snapshot)
     dump(snapshot, args.output)
