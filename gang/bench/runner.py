@@ -245,8 +245,11 @@ def scheduler_env(overrides: Mapping[str, Any]) -> dict[str, str]:
 
 
 def scheduler_args(kubeconfig: str, port: int) -> list[str]:
-    """``gang run``'s arguments in a benchmark: metrics on ``port``, warnings only."""
-    return ["run", "--kubeconfig", kubeconfig, "--port", str(port), "--log-level", "WARNING"]
+    """``gang run``'s arguments in a benchmark: metrics on ``port``, warnings only (or the
+    level in ``GANG_BENCH_LOG_LEVEL``, e.g. INFO to see each reservation made and dropped;
+    the log goes where ``process_log_path`` says)."""
+    level = os.environ.get("GANG_BENCH_LOG_LEVEL", "WARNING")
+    return ["run", "--kubeconfig", kubeconfig, "--port", str(port), "--log-level", level]
 
 
 async def watch_pods(

@@ -508,6 +508,7 @@ class Cycle:
                 self.state.reporter.gang_changed(gang)
                 return _append(message, _holding_note(own))
             self._drop_reservation(gang)  # its nodes can no longer hold it: plan again
+            log.info("gang %s: reservation dropped: its nodes can no longer hold it", gang.key)
         if now < gang.reserve_after:
             return self._not_reserved(gang, message, str(gang.reservation_expired))
         memo = gang.reservation_memo
@@ -579,6 +580,7 @@ class Cycle:
             return
         self.state.queue.activate_unschedulable()  # what it held is free for everyone again
         if why is not None:
+            log.info("gang %s: reservation released: %s", gang.key, why)
             self._tell(gang, "Normal", "ReservationReleased", f"gang {gang.key}: {why}")
             self.state.enqueue(gang)
             self.state.queue.activate(gang.key)

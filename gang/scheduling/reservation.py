@@ -384,7 +384,13 @@ def refreshed_start(
     reservation: Reservation, cache: ClusterCache, now: float
 ) -> tuple[float, int] | None:
     """The reservation's expected start and pods waited for, from the pods on its nodes now;
-    None if a node is gone or could no longer hold its share once its pods finish."""
+    None if a node is gone or could no longer hold its share once its pods finish.
+
+    Pods placed on its nodes since it was made (backfill, gangs ahead of it) are assumed
+    until the informer shows them bound; they count like bound ones, each ending its expected
+    run time from now. Leaving them out made a backfilled node look as if it could never hold
+    the share again, so the reservation was dropped and planned afresh on other nodes — its
+    wait started over."""
     width = cache.allocatable.shape[1]
     start, waiting = now, 0
     for node, held in reservation.held.items():
@@ -395,7 +401,7 @@ def refreshed_start(
             (
                 (expected_end(rec.info, now), cache.index.fit(rec.vector)[:width])
                 for rec in cache.pods_on(node)
-                if rec.state is PodState.BOUND and rec.info is not None
+                if rec.info is not None  # bound, or assumed: placed since, and will run too
             ),
             key=lambda p: p[0],
         )

@@ -219,6 +219,20 @@ def test_a_reservations_start_is_refreshed_from_the_pods_on_its_nodes() -> None:
     assert refreshed_start(res, world.cache, NOW + 3) is None
 
 
+def test_a_backfill_placed_on_a_reserved_node_delays_the_start_and_keeps_the_reservation() -> None:
+    """A gang placed on held capacity since (backfill, or a gang ahead) is only *assumed*
+    until the informer shows it bound; it ends its declared run from now like a bound pod.
+    Leaving it out made the node look as if it could never hold the share again: the
+    reservation was dropped and planned afresh elsewhere, its wait starting over."""
+    world = World(1)
+    world.run("p0", "n0", 4, 10)
+    plan = world.plan(1, 8)
+    assert isinstance(plan, ReservePlan) and plan.start == NOW + 10
+    res = Reservation(GangKey("default", "big"), (0,), plan.held, plan.start, NOW, NOW + 60, 1)
+    world.cache.assume(pod("backfill", 4, run=5), "n0")
+    assert refreshed_start(res, world.cache, NOW) == (NOW + 10, 2)
+
+
 # --- the book -------------------------------------------------------------------------------
 
 
