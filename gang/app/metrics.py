@@ -130,6 +130,11 @@ class SchedulerCollector(Collector):
         yield GaugeMetricFamily(
             "gang_binds_in_flight", "Binding requests in flight", value=scheduler.binder.in_flight
         )
+        yield GaugeMetricFamily(
+            "gang_bind_concurrency_limit",
+            "Bindings allowed in flight now (follows the API server's answers when 'auto')",
+            value=int(scheduler.binder.slots.limit),
+        )
 
 
 def make_registry(

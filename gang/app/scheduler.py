@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gang.app.profiles import build_profiles
+from gang.binding.adaptive import bind_limit
 from gang.binding.binder import Binder
 from gang.binding.evictor import Evictor
 from gang.binding.reporter import KubeReporter
@@ -111,10 +112,11 @@ class GangScheduler:
         self.binder = Binder(
             self.kube,
             self.state,
-            cfg.bind_concurrency,
+            bind_limit(cfg.bind_concurrency, cfg.max_bind_concurrency),
             on_bound=self._bound,
             profiles=self.profiles,
         )
+        self.reporter.yield_to = self.binder.slots.no_backlog
         self.evictor = Evictor(self.kube, self.state, names[0])
         self.cycle = Cycle(
             self.state,

@@ -33,6 +33,15 @@ def table(results: list[BenchResult]) -> str:
                 f"{r.pods_on_other_nodes} pods off the benchmark's nodes)"
             )
         )
+        if r.ceiling_pods_per_second:
+            levels = ", ".join(
+                f"{s['pods_per_second']:.0f} at {s['concurrency']:.0f}" for s in r.ceiling_segments
+            )
+            lines.append(
+                f"  ceiling: {r.ceiling_pods_per_second:.0f} pods/s (the same pods bound with no "
+                f"decisions, in flight: {levels}); gang: {r.percent_of_ceiling:.0f}% of it"
+                + (f"; API latency model: {r.api_latency}" if r.api_latency else "")
+            )
         if r.preemptor_members:
             lines.append(
                 f"  preemption: a {r.preemptor_members}-member gang at a higher priority: "

@@ -90,9 +90,23 @@ class BenchResult:
     preemption_decision_seconds: float = 0.0
     preemptor_seconds: float = 0.0
     preempted_pods: int = 0
+    #: the same pods bound by a binder that knows the answer, in the same sitting
+    #: (gang.bench.ceiling): its best rate, at how many bindings in flight, every segment
+    ceiling_pods_per_second: float = 0.0
+    ceiling_concurrency: int = 0
+    ceiling_segments: list[dict[str, float]] = field(default_factory=list)
+    #: the simulator's API latency model ("" against a real cluster)
+    api_latency: str = ""
     #: seconds since the first binding → pods bound by then (for the chart)
     timeline: list[tuple[float, int]] = field(default_factory=list)
     full_gang_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def percent_of_ceiling(self) -> float | None:
+        """gang's pods/s as a percentage of the ceiling (None: no ceiling measured)."""
+        if self.ceiling_pods_per_second <= 0:
+            return None
+        return 100.0 * self.pods_per_second / self.ceiling_pods_per_second
 
     @property
     def invariants_hold(self) -> bool:
@@ -236,12 +250,10 @@ def cancel_on_sigterm() -> Iterator[None]:
 
 
 def scheduler_env(overrides: Mapping[str, Any]) -> dict[str, str]:
-    """The environment passing ``overrides`` (scheduler settings) to ``gang run``, with the
-    benchmark's client rate limits unless overridden: the API is not what is measured."""
-    env = {f"GANG_SCHEDULER__{k.upper()}": str(v) for k, v in overrides.items()}
-    env.setdefault("GANG_SCHEDULER__QPS", "5000")
-    env.setdefault("GANG_SCHEDULER__BURST", "10000")
-    return env
+    """The environment passing ``overrides`` (scheduler settings) to ``gang run``. Nothing
+    else: the benchmark measures gang's defaults (its client rate limit included) against the
+    ceiling of the same server."""
+    return {f"GANG_SCHEDULER__{k.upper()}": str(v) for k, v in overrides.items()}
 
 
 def scheduler_args(kubeconfig: str, port: int) -> list[str]:
@@ -308,8 +320,13 @@ class Driver:
             log_path = process_log_path(Path(tmp))
             with log_path.open("wb") as log:  # (opened once, before any work)
                 self.children.log = log
+                latency = (
+                    ["--api-latency", self.config.api_latency]
+                    if self.config.api_latency != "none"
+                    else []
+                )
                 kubeconfig = self.kubeconfig or await self.children.start_simulator(
-                    Path(tmp), self.config.nodes
+                    Path(tmp), self.config.nodes, *latency
                 )
                 client = await make_api_client(kubeconfig)
                 self.cluster = BenchCluster(client, self._say)
@@ -355,6 +372,7 @@ class Driver:
             pods_total=self.config.pods,
             gangs_total=len(self.gangs),
             machine=where,
+            api_latency="" if self.kubeconfig else self.config.api_latency,
         )
         loop = asyncio.get_running_loop()
         if self.config.arrival == "all":
@@ -394,12 +412,67 @@ class Driver:
                 (cpu_end - self._cpu_at_first_bind) / len(self.bound_at) * 1000
             )
         await self._summarize(core, result, nodes)
+        if self.config.ceiling_levels:
+            await self._ceiling(core, kubeconfig, result)
         return result
 
+    async def _ceiling(self, core: Any, kubeconfig: str, result: BenchResult) -> None:
+        """The same pods again, bound by a binder that knows the answer (gang's scheduler is
+        stopped by now): every pod of the run is deleted, created again, and bound."""
+        self._say("ceiling: the same pods, bound with no decisions")
+        await core.delete_collection_namespaced_pod(
+            NAMESPACE, grace_period_seconds=0, _preload_content=False
+        )
+        while True:
+            left = await (
+                await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
+            ).json()
+            if not left["items"]:
+                break
+            await asyncio.sleep(0.2)
+        await self._create(None, None, self.gangs, with_groups=False)
+        args = ["--kubeconfig", kubeconfig, "--namespace", NAMESPACE]
+        args += ["--levels", ",".join(map(str, self.config.ceiling_levels))]
+        for key, value in (self.node_selector or {}).items():
+            args += ["--node-label", f"{key}={value}"]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "gang.bench.ceiling",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self.children.log,
+        )
+        out, _ = await proc.communicate()
+        if proc.returncode != 0:
+            self._say(f"ceiling: the binder failed (exit {proc.returncode}); no ceiling")
+            return
+        body = orjson.loads(out)
+        result.ceiling_pods_per_second = float(body["pods_per_second"])
+        result.ceiling_concurrency = int(body["best_concurrency"])
+        result.ceiling_segments = [
+            {
+                "concurrency": s["concurrency"],
+                "pods": s["pods"],
+                "pods_per_second": s["pods_per_second"],
+            }
+            for s in body["segments"]
+        ]
+
     async def _create(
-        self, core: Any, custom: Any, gangs: list[GangSpec], shape: BenchConfig | None = None
+        self,
+        core: Any,
+        custom: Any,
+        gangs: list[GangSpec],
+        shape: BenchConfig | None = None,
+        with_groups: bool = True,
     ) -> None:
-        limit = asyncio.Semaphore(32)
+        if core is None:
+            from kubernetes_asyncio import client as k8s
+
+            assert self.cluster is not None
+            core = k8s.CoreV1Api(self.cluster.client)
+        limit = asyncio.Semaphore(128)  # (creation is not measured; a latency model slows it)
         done = 0
         total = sum(g.size for g in gangs)
 
@@ -417,7 +490,8 @@ class Driver:
                         _preload_content=False,
                     )
 
-        await asyncio.gather(*(one(podgroup(g), False) for g in gangs))
+        if with_groups:
+            await asyncio.gather(*(one(podgroup(g), False) for g in gangs))
         now = asyncio.get_running_loop().time()
         for start in range(0, len(gangs), 50):
             batch = gangs[start : start + 50]
@@ -445,6 +519,8 @@ class Driver:
         loop = asyncio.get_running_loop()
 
         def on_event(kind: str, obj: Obj) -> None:
+            if kind not in ("ADDED", "MODIFIED", "DELETED"):
+                return  # a BOOKMARK (every minute on a long run) names no pod
             if kind == "DELETED":
                 self.deleted += 1
             elif obj["metadata"]["name"].startswith(f"{PREEMPTOR}-"):

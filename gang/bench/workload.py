@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_LABEL, POD_GROUP_VERSION
 
@@ -55,6 +55,19 @@ class BenchConfig(BaseModel):
     preemptor: int = Field(default=0, ge=0)
     #: GPUs per preemptor member (8: whole nodes of the default pool)
     preemptor_gpus: int = Field(default=8, ge=0)
+    #: after gang's run, the same pods bound by a binder that knows the answer
+    #: (gang.bench.ceiling), with this many bindings in flight per segment; empty: no ceiling
+    ceiling_levels: list[int] = Field(default_factory=lambda: [64, 128, 256])
+    #: the simulator's API latency model (``gang sim serve --api-latency``): "none", "real",
+    #: or knobs such as "workers=16,service=17ms"; ignored against a real cluster
+    api_latency: str = "none"
+
+    @field_validator("ceiling_levels")
+    @classmethod
+    def _levels(cls, levels: list[int]) -> list[int]:
+        if any(level < 1 for level in levels):
+            raise ValueError("ceiling levels are bindings in flight: positive integers")
+        return levels
 
     @model_validator(mode="after")
     def _sizes(self) -> BenchConfig:

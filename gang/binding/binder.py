@@ -26,6 +26,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
+from gang.binding.adaptive import AdaptiveLimit
 from gang.kube.transport import Kube, KubeError, backoff_delay
 from gang.scheduling.framework import SKIP, PluginError, Profile, call_async
 from gang.scheduling.gang import Gang
@@ -41,7 +42,7 @@ class Binder:
         self,
         kube: Kube,
         state: ClusterState,
-        concurrency: int,
+        concurrency: AdaptiveLimit,
         on_bound: Callable[[Gang, Key, str], None] | None = None,
         profiles: Mapping[str, Profile] | None = None,
     ) -> None:
@@ -49,7 +50,8 @@ class Binder:
         self.state = state
         #: PreBind / Bind / PostBind plugins per schedulerName; without profiles, DefaultBinder
         self.profiles = profiles or {}
-        self._slots = asyncio.Semaphore(concurrency)
+        #: bindings in flight (see gang.binding.adaptive)
+        self.slots = concurrency
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_bound = on_bound
         self.bound = 0
@@ -100,6 +102,23 @@ class Binder:
                 return
         raise PluginError("Bind", "Bind", "every Bind plugin skipped the pod")
 
+    async def _posted(self, gang: Gang, key: Key, node: str) -> None:
+        """The Bind plugins under a slot; how long the answer took and whether it was a 429
+        steer how many slots there are."""
+        granted = await self.slots.acquire()
+        throttled, measured = False, True
+        try:
+            await self._run_plugins(gang, key, node)
+        except KubeError as err:
+            throttled = err.status == 429
+            measured = err.status != 0  # no answer at all says nothing of the server's load
+            raise
+        except BaseException:
+            measured = False
+            raise
+        finally:
+            self.slots.release(granted, throttled, measured)
+
     async def _post_bind(self, gang: Gang, key: Key, node: str) -> None:
         profile = self.profiles.get(gang.scheduler_name)
         for plugin in profile.post_binds if profile is not None else ():
@@ -121,8 +140,7 @@ class Binder:
         try:
             while gang.reserved.get(key) == node:
                 try:
-                    async with self._slots:
-                        await self._run_plugins(gang, key, node)
+                    await self._posted(gang, key, node)
                     self._done(gang, key, node)
                     await self._post_bind(gang, key, node)
                     return

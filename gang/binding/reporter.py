@@ -5,6 +5,9 @@ kube-scheduler's ``Scheduled`` and ``FailedScheduling``), ``kubectl get pg`` (ph
 the PodGroup's conditions. This module writes all three without ever slowing scheduling down:
 the cycle only enqueues; background tasks post Events and coalesce status writes, so a gang whose
 state changes fifty times in a second gets one status PATCH, and only when it actually changed.
+Both writers wait while bindings queue for a slot (``yield_to``): on a server that serves writes
+with a fixed number of workers, an Event posted during a burst of bindings takes a worker from
+one of them.
 Writes that fail are logged and dropped (Events) or retried on the next change (status).
 """
 
@@ -14,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gang.binding.groupstatus import FitsCluster, group_status, rfc3339_now
@@ -46,6 +50,9 @@ class KubeReporter:
         self._dirty: dict[tuple[str, str], Gang | PodGroupInfo] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
         self._wake = asyncio.Event()
+        #: awaited before every Event and status write: bindings go first (set by the
+        #: scheduler to its binder's ``no_backlog``)
+        self.yield_to: Callable[[], Awaitable[None]] | None = None
         self.dropped_events = 0
         self.posted_events = 0
         self.status_writes = 0
@@ -116,6 +123,8 @@ class KubeReporter:
     async def run_events(self) -> None:
         while True:
             namespace, event = await self._events.get()
+            if self.yield_to is not None:
+                await self.yield_to()
             try:
                 await self.kube.create_event(namespace, event)
                 self.posted_events += 1
@@ -129,6 +138,8 @@ class KubeReporter:
             await asyncio.sleep(STATUS_FLUSH_SECONDS)  # coalesce bursts of changes
             dirty, self._dirty = self._dirty, {}
             for key, item in dirty.items():
+                if self.yield_to is not None:
+                    await self.yield_to()
                 await self._write(key, item)
 
     async def _write(self, key: tuple[str, str], item: Gang | PodGroupInfo) -> None:

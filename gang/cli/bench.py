@@ -53,6 +53,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     bench.add_argument(
         "--gpus-per-pod", type=int, help="GPUs per workload pod (default: 1; 2 fills 5,000 x 8)"
     )
+    bench.add_argument(
+        "--api-latency",
+        metavar="SPEC",
+        help="the simulator's API latency model (gang sim serve --api-latency): none "
+        "(default), real (calibrated on a real kube-apiserver), or knobs",
+    )
+    bench.add_argument(
+        "--ceiling",
+        metavar="LEVELS",
+        help="bindings in flight per segment of the ceiling run (default 64,128,256): after "
+        "gang's run the same pods are bound by a binder that knows the answer, and gang's "
+        "pods/s is reported as a percentage of it; 'none' skips it",
+    )
     bench.add_argument("--quiet", action="store_true", help="no progress output")
     plan = bench.add_argument_group(
         "capacity planning",
@@ -110,7 +123,9 @@ def command(args: argparse.Namespace) -> int:
         print(
             f"placement of a {figures['members']:.0f}-member gang over {figures['nodes']:.0f} nodes"
             f"{' with ' + args.rules if rules else ''}: median {figures['median_ms']:.1f} ms, "
-            f"p95 {figures['p95_ms']:.1f} ms (first, cold caches: {figures['first_ms']:.1f} ms)"
+            f"p95 {figures['p95_ms']:.1f} ms (first, cold caches: {figures['first_ms']:.1f} ms); "
+            f"{figures['ratio_to_read']:.1f}x reading the snapshot once "
+            f"({figures['read_ms']:.2f} ms, same sitting)"
         )
         if rules:  # the same gang without rules, in the same sitting: the ratio travels
             plain = placement_ms(nodes, members=int(sizes[-1]))
@@ -130,6 +145,8 @@ def command(args: argparse.Namespace) -> int:
         ("preemptor", args.preemptor),
         ("preemptor_gpus", args.preemptor_gpus),
         ("gpus_per_pod", args.gpus_per_pod),
+        ("api_latency", args.api_latency),
+        ("ceiling_levels", _levels(args.ceiling)),
     ):
         if value is not None:
             data[key] = value
@@ -168,6 +185,15 @@ def command(args: argparse.Namespace) -> int:
     return 0 if all(r.invariants_hold for r in results) else 1
 
 
+def _levels(spec: str | None) -> list[int] | None:
+    """``--ceiling``: None (not given), [] for "none", else the levels (validated later)."""
+    if spec is None:
+        return None
+    if spec.strip().lower() == "none":
+        return []
+    return [int(x) if x.strip().isdigit() else -1 for x in spec.split(",")]
+
+
 #: flags of the all-at-once workload that mean nothing for the mixed stream
 _NOT_FOR_STREAMS = (
     "pods",
@@ -182,6 +208,8 @@ _NOT_FOR_STREAMS = (
     "preemptor",
     "preemptor_gpus",
     "gpus_per_pod",
+    "api_latency",
+    "ceiling",
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_SCHEDULER_NAME = "gang-scheduler"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -87,11 +87,15 @@ class SchedulerConfig(BaseModel):
     #: the label whose values are the topology domains gang packing keeps a gang inside
     topology_key: str = Field(default=ZONE_LABEL, min_length=1)
     weights: ScoreWeights = Field(default_factory=ScoreWeights)
-    #: binds in flight at once, across all gangs
-    bind_concurrency: int = Field(default=32, ge=1, le=1024)
-    #: client-side rate limit for API writes (token bucket)
-    qps: float = Field(default=500.0, gt=0)
-    burst: int = Field(default=1000, ge=1)
+    #: binds in flight at once, across all gangs: "auto" follows the server's answers
+    #: (gang.binding.adaptive: grows while round trips hold, shrinks when they rise or on
+    #: 429), starting at 32, between 4 and ``max_bind_concurrency``; a number fixes it
+    bind_concurrency: int | Literal["auto"] = "auto"
+    max_bind_concurrency: int = Field(default=512, ge=4, le=4096)
+    #: client-side rate limit for API writes (token bucket): a backstop; with "auto" bind
+    #: concurrency the server's own answers pace the bindings
+    qps: float = Field(default=5000.0, gt=0)
+    burst: int = Field(default=10000, ge=1)
     #: a separate budget for Events, so a burst of them never delays a binding
     event_qps: float = Field(default=100.0, gt=0)
     event_burst: int = Field(default=200, ge=1)
@@ -124,6 +128,21 @@ class SchedulerConfig(BaseModel):
     #: a reservation whose gang has not placed within this long is dropped (and not renewed
     #: for as long again), so nothing blocks for ever
     max_reservation_seconds: float = Field(default=900.0, gt=0, le=7 * 24 * 3600)
+
+    @field_validator("bind_concurrency", mode="plain")
+    @classmethod
+    def _bind_concurrency(cls, value: object) -> int | Literal["auto"]:
+        """One clear error for both forms (a union would report one per alternative)."""
+        if value == "auto":
+            return "auto"
+        number: int | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and value.strip().isdigit():
+            number = int(value)
+        if number is None or not 1 <= number <= 1024:
+            raise ValueError("must be 'auto' or a whole number from 1 to 1024")
+        return number
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Self:

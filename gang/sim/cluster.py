@@ -15,9 +15,11 @@ with a dynamic provisioner (``gang.sim.volumes``), so PersistentVolumeClaims get
 disruption controller (``gang.sim.disruption``), so PodDisruptionBudgets have a current status
 for the Eviction API to check; ``controllers=False`` leaves them all inert (only the objects are
 stored, and evictions of Running pods under a budget get 429: its status is never processed).
-The kubelet stand-in is off by default. ``kubernetes_version`` (1.35, 1.36 or 1.37, the default)
-picks the release whose APIs are served: the native ``scheduling.k8s.io`` gang API and the pod
-field that joins a pod to it differ between them (``gang.sim.resources``).
+The kubelet stand-in is off by default, and so is the write latency model (``latency=``, an
+``ApiLatency``: bounded apiserver workers, ``gang.sim.latency``). ``kubernetes_version`` (1.35,
+1.36 or 1.37, the default) picks the release whose APIs are served: the native
+``scheduling.k8s.io`` gang API and the pod field that joins a pod to it differ between them
+(``gang.sim.resources``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from gang.sim.controllers import Controllers
 from gang.sim.disruption import DisruptionController
 from gang.sim.faults import Faults
 from gang.sim.kubelet import Kubelet, KubeletConfig
+from gang.sim.latency import ApiLatency
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
 from gang.sim.resources import DEFAULT_KUBERNETES_VERSION, Registry
 from gang.sim.server import ServerConfig, SimServer
@@ -76,6 +79,7 @@ class SimCluster:
         port: int = 0,
         kubelet: KubeletConfig | bool | None = None,
         faults: Faults | None = None,
+        latency: ApiLatency | None = None,
         history_size: int = 10_000,
         bookmark_interval: float = 60.0,
         token: str | None = None,
@@ -105,6 +109,7 @@ class SimCluster:
             ServerConfig(token=token, bookmark_interval=bookmark_interval),
             self.faults,
             self.audit,
+            latency,
         )
         self.host = host
         self.port = port
@@ -196,6 +201,15 @@ class SimCluster:
         await self.start_server()
 
     # --- knobs ---------------------------------------------------------------------------
+
+    @property
+    def latency(self) -> ApiLatency | None:
+        """The API server's write latency model (``gang.sim.latency``); None: writes are free."""
+        return self.server.latency
+
+    @latency.setter
+    def latency(self, latency: ApiLatency | None) -> None:
+        self.server.latency = latency
 
     def expire_history(self) -> None:
         """Compact history: every watch resumed from an older resourceVersion gets a 410."""

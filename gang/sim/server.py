@@ -5,9 +5,11 @@ apiserver for the subset they use, so the shapes are the real ones: ``Status`` b
 ``XxxList`` with the list's resourceVersion, chunked watch streams of one JSON event per line,
 the in-stream ``ERROR`` 410 on a too-old resourceVersion, BOOKMARK events, server-side Tables
 for kubectl, and limit/continue paging. Everything stateful is delegated to ``SimApi``/``Store``;
-fault injection (``Faults``) wraps the API paths as a middleware, and ``Audit`` records requests,
-binding POSTs and eviction POSTs as evidence for tests. ``pods/eviction`` is answered by
-``gang.sim.disruption``, which checks PodDisruptionBudgets as kube-apiserver does.
+fault injection (``Faults``) wraps the API paths as a middleware, an optional write latency model
+(``gang.sim.latency``: bounded workers, a service time, an inflight cap) wraps the writes among
+them, and ``Audit`` records requests, binding POSTs and eviction POSTs as evidence for tests.
+``pods/eviction`` is answered by ``gang.sim.disruption``, which checks PodDisruptionBudgets as
+kube-apiserver does.
 ``/openapi/v2`` and ``/openapi/v3`` serve the schemas of everything served (``gang.sim.openapi``)
 and a write that names ``fieldValidation`` is decoded against them (``gang.sim.fieldvalidation``),
 so kubectl validates and explains as against a real cluster.
@@ -33,6 +35,7 @@ from gang.sim.api import DeleteOptions, SimApi
 from gang.sim.audit import Audit
 from gang.sim.errors import ApiError
 from gang.sim.faults import Faults
+from gang.sim.latency import ApiLatency
 from gang.sim.openapi import OpenApi
 from gang.sim.patch import JSON_PATCH
 from gang.sim.resources import ResourceType
@@ -60,6 +63,8 @@ MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's request size limit
 JSON = "application/json"
 _TRUE = ("1", "true", "True")
 _WRITES = frozenset({"POST", "PUT", "PATCH"})
+#: the verbs ``ApiLatency`` models (kube-apiserver's mutating requests)
+_MUTATING = _WRITES | {"DELETE"}
 _TYPE_CONFUSION = (TypeError, AttributeError, ValueError, KeyError, IndexError)
 #: subresources that only take a POST (a create): every other verb is a 405
 _CREATE_ONLY_SUBRESOURCES = frozenset({"binding", "eviction"})
@@ -160,6 +165,7 @@ class SimServer:
         config: ServerConfig | None = None,
         faults: Faults | None = None,
         audit: Audit | None = None,
+        latency: ApiLatency | None = None,
     ) -> None:
         self.api = api
         self.store = api.store
@@ -167,6 +173,8 @@ class SimServer:
         self.config = config or ServerConfig()
         self.faults = faults or Faults()
         self.audit = audit or Audit()
+        #: the write latency model, None (the default) for none; may be set while serving
+        self.latency = latency
         self._pages = _Pages()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
         self._openapi: OpenApi | None = None
@@ -193,6 +201,7 @@ class SimServer:
                 self._error_middleware,
                 self._auth_middleware,
                 self._fault_middleware,
+                self._latency_middleware,
             ],
         )
         app.router.add_get("/version", self._version)
@@ -263,6 +272,20 @@ class SimServer:
             if injected is not None:
                 raise injected
         return await handler(request)
+
+    @web.middleware
+    async def _latency_middleware(
+        self, request: web.Request, handler: Handler
+    ) -> web.StreamResponse:
+        latency = self.latency
+        if (
+            latency is None
+            or request.method not in _MUTATING
+            or not request.path.startswith("/api")
+        ):
+            return await handler(request)
+        async with latency.write():
+            return await handler(request)
 
     # --- discovery -----------------------------------------------------------------------
 

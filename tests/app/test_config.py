@@ -83,4 +83,4 @@ def test_gang_run_refuses_to_start_on_a_bad_config(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "scheduler.bind_concurrency" in result.stderr
-    assert "greater than or equal to 1" in result.stderr
+    assert "must be 'auto' or a whole number from 1 to 1024 (got 0)" in result.stderr

@@ -10,6 +10,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
+from gang.bench.ceiling import assign, segments
 from gang.bench.placement import placement_ms
 from gang.bench.report import html_report, table
 from gang.bench.runner import BenchResult, _overcommitted, _percentile, result_json, run_bench
@@ -95,6 +96,51 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     page = html_report(result)
     assert page.count("<svg") == 2 and "pods bound" in page
     assert "ok" in table([result])
+    # the ceiling: the same 60 pods bound again by a binder that knows the answer
+    assert [seg["concurrency"] for seg in result.ceiling_segments] == [64, 128, 256]
+    assert sum(seg["pods"] for seg in result.ceiling_segments) == 60
+    assert result.ceiling_pods_per_second == max(
+        seg["pods_per_second"] for seg in result.ceiling_segments
+    )
+    assert result.percent_of_ceiling is not None and result.percent_of_ceiling > 0
+    assert "ceiling:" in table([result]) and body["ceiling_pods_per_second"] > 0
+
+
+def test_bench_with_the_api_latency_model_measures_the_ceiling_on_the_same_server() -> None:
+    config = BenchConfig(
+        nodes="16:gpu=8,cpu=64,memory=512Gi,zones=2",
+        pods=64,
+        min_gang=8,
+        max_gang=8,
+        timeout_seconds=60,
+        api_latency="workers=4,service=2ms,network=5ms",
+        ceiling_levels=[4, 16],
+    )
+    result = run_bench(config, progress=False)
+    assert result.pods_bound == 64 and result.invariants_hold
+    assert result.api_latency == "workers=4,service=2ms,network=5ms"
+    assert [seg["pods"] for seg in result.ceiling_segments] == [32, 32]
+    assert "API latency model: workers=4" in table([result])
+
+
+def test_the_ceiling_binder_assigns_first_fit_and_splits_into_segments() -> None:
+    nodes = [
+        {
+            "metadata": {"name": f"n{i}"},
+            "status": {"allocatable": {"nvidia.com/gpu": "2", "pods": "110"}},
+        }
+        for i in range(2)
+    ]
+    pods = [
+        {
+            "metadata": {"namespace": "bench", "name": f"p{i}"},
+            "spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": "1"}}}]},
+        }
+        for i in range(5)
+    ]
+    plan, unplaced = assign(nodes, pods)
+    assert [node for _, _, node in plan] == ["n0", "n0", "n1", "n1"] and unplaced == 1
+    assert [len(part) for part in segments(list(range(10)), [64, 128, 256])] == [4, 3, 3]
 
 
 def test_a_workload_larger_than_the_cluster_reports_what_fit() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gang.sim.cluster import SimCluster
 from gang.sim.faults import Faults
+from gang.sim.latency import ApiLatency
 from tests.scheduler.conftest import Api, eventually, gang_pod, podgroup, running_scheduler
 
 
@@ -31,5 +32,39 @@ async def test_binds_are_retried_through_errors_and_throttling() -> None:
             faults.error_rate = faults.throttle_rate = 0.0
             assert faults.counts.server_errors + faults.counts.throttled > 0
             assert scheduler.binder.errors > 0  # some binds did fail and were retried
+            await api.assert_not_overcommitted()
+            scheduler.cache.check()
+
+
+async def test_bind_concurrency_backs_off_on_a_saturated_server_and_binds_every_gang_whole() -> (
+    None
+):
+    """A server with two workers that refuses writes past six in flight (429, as priority and
+    fairness does): 'auto' bind concurrency starts at 32, is halved by the 429s and shrinks
+    while round trips stay high, and every gang still binds whole."""
+    async with (
+        SimCluster("8:gpu=8,zones=2") as cluster,
+        cluster.api_client() as client,
+    ):
+        api = Api(client)
+        for g in range(8):
+            await api.create_podgroup(podgroup(f"g{g}", 8))
+            await api.create_pods([gang_pod(f"g{g}-{i}", f"g{g}", gpu=1) for i in range(8)])
+        cluster.latency = ApiLatency(
+            workers=2, service_seconds=0.004, network_seconds=0.0, max_inflight=6, seed=1
+        )
+        async with running_scheduler(cluster) as scheduler:
+            assert scheduler.binder.slots.limit == 32  # the default: "auto", from 32
+
+            async def all_bound() -> bool:
+                return len(await api.bound()) == 64
+
+            await eventually(all_bound, within=60)
+            assert cluster.latency.counts.throttled > 0
+            assert scheduler.binder.slots.shrunk > 0
+            assert scheduler.binder.slots.limit < 32
+            bound = await api.bound()
+            for g in range(8):
+                assert sum(1 for pod in bound if pod.startswith(f"g{g}-")) == 8
             await api.assert_not_overcommitted()
             scheduler.cache.check()

@@ -1,0 +1,167 @@
+"""How many bindings to keep in flight: as many as the API server answers without queueing.
+
+A fixed number is wrong everywhere but one place. Too few leaves a big server idle (measured on
+a real kube-apiserver: 32 in flight bound ~500 pods/s where the server took ~900); too many
+queues inside the server, raises every client's latency and ends in 429s from priority and
+fairness. So the limit follows the server's answers, as TCP Vegas and Netflix's
+concurrency-limits do: per *round* (one limit's worth of answers) the mean round trip is
+compared with the best recent round (the server's no-queue latency plus our own):
+
+- an answer 429 (the server says it is overloaded) halves the limit;
+- a round trip above ``tolerance`` times the best means requests queue in the server: the
+  limit shrinks in proportion (at most by 30 % per round);
+- otherwise, if the limit was what held bindings back (the round's peak in flight reached it),
+  it grows by 25 % per round — fast enough to go from 32 to 256 in about ten rounds;
+- while fewer bindings are wanted than the limit allows, it stays where it is (nothing was
+  learnt about more).
+
+The best round is the lowest round mean in a sliding window of rounds, so a server that got
+slower for good (a bigger cluster, a busier etcd) becomes the new normal instead of being
+seen as congestion for ever. Only rounds the limit did not hold back refresh it (a round at
+the limit may only lower it): at the limit, round trips sit near ``tolerance`` times the best
+by design, and remembering them as the baseline would ratchet the limit up without end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Final
+
+#: per-round factors (see the module docstring)
+GROWTH: Final = 1.25
+THROTTLED: Final = 0.5
+MAX_SHRINK: Final = 0.7
+#: rounds the best round trip is remembered over
+WINDOW_ROUNDS: Final = 30
+
+
+class AdaptiveLimit:
+    """A semaphore whose size follows the round trips it is told about.
+
+    Invariant: ``in_flight`` counts the holders between ``acquire`` and ``release``; at most
+    ``int(limit)`` hold at once (a shrink lets the ones in flight finish, it never preempts).
+    """
+
+    def __init__(
+        self,
+        initial: int = 32,
+        minimum: int = 4,
+        maximum: int = 1024,
+        tolerance: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 1 <= minimum <= initial <= maximum:
+            raise ValueError("need 1 <= minimum <= initial <= maximum")
+        self.limit = float(initial)
+        self.minimum, self.maximum = minimum, maximum
+        self.tolerance = tolerance
+        self.clock = clock
+        self.in_flight = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        #: set while no request waits for a slot (lower-priority writers wait for it)
+        self._no_backlog: asyncio.Event | None = None
+        # the current round
+        self._samples = 0
+        self._rtt_sum = 0.0
+        self._peak = 0
+        self._throttled = False
+        #: the mean round trip of recent rounds (the best is the server's no-queue latency)
+        self._rounds: deque[float] = deque(maxlen=WINDOW_ROUNDS)
+        #: counters for /metrics and tests
+        self.grown = 0
+        self.shrunk = 0
+
+    # --- the semaphore ---------------------------------------------------------------------
+
+    async def acquire(self) -> float:
+        """Wait for a slot; returns the clock at which it was granted (pass it to release)."""
+        if self.in_flight >= int(self.limit) or self._waiters:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter  # _hand_over counts us in flight before it wakes us
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # granted, then cancelled
+                    self.in_flight -= 1
+                    self._hand_over()
+                elif waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                raise
+        else:
+            self.in_flight += 1
+        self._peak = max(self._peak, self.in_flight)
+        return self.clock()
+
+    async def no_backlog(self) -> None:
+        """Return once no request waits for a slot: Events and status writes go out between
+        bursts of bindings, never ahead of one."""
+        while self._waiters:
+            if self._no_backlog is None:
+                self._no_backlog = asyncio.Event()
+            self._no_backlog.clear()
+            await self._no_backlog.wait()
+
+    def release(self, granted: float, throttled: bool = False, measured: bool = True) -> None:
+        """A request that held a slot since ``granted`` is answered; ``throttled`` if the
+        answer was 429; ``measured`` False for answers that say nothing of the server's load
+        (a connection refused, a plugin that did not call the API)."""
+        self.in_flight -= 1
+        if measured:
+            self._sample(self.clock() - granted, throttled)
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        while self._waiters and self.in_flight < int(self.limit):
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
+        if not self._waiters and self._no_backlog is not None:
+            self._no_backlog.set()
+
+    # --- the controller --------------------------------------------------------------------
+
+    def _sample(self, rtt: float, throttled: bool) -> None:
+        self._samples += 1
+        self._rtt_sum += rtt
+        self._throttled = self._throttled or throttled
+        if self._samples < max(1, int(self.limit)):
+            return
+        mean = self._rtt_sum / self._samples
+        limited = self._peak >= int(self.limit)
+        self._adjust(mean, limited)
+        self._samples, self._rtt_sum, self._peak, self._throttled = 0, 0.0, self.in_flight, False
+
+    def _adjust(self, mean: float, limited: bool) -> None:
+        best = min(self._rounds, default=mean)
+        if not self._rounds or not limited or mean < best:
+            # a round the limit held back only ever lowers the baseline: kept at the limit,
+            # round trips sit at ``tolerance`` times the best, and remembering those would
+            # ratchet the baseline (and the limit) up for as long as the load lasts
+            self._rounds.append(mean)
+        if self._throttled:
+            factor = THROTTLED
+        elif mean > self.tolerance * best:
+            factor = max(MAX_SHRINK, self.tolerance * best / mean)
+        elif limited:
+            factor = GROWTH
+        else:
+            return
+        before = self.limit
+        self.limit = min(float(self.maximum), max(float(self.minimum), self.limit * factor))
+        if self.limit > before:
+            self.grown += 1
+        elif self.limit < before:
+            self.shrunk += 1
+
+
+def bind_limit(setting: int | str, maximum: int) -> AdaptiveLimit:
+    """The limit a ``bind_concurrency`` setting asks for: "auto" adapts from 32 (or from
+    ``maximum`` if smaller) between 4 and ``maximum``; a number is fixed."""
+    if isinstance(setting, int):
+        return AdaptiveLimit(setting, setting, setting)
+    initial = min(32, maximum)
+    return AdaptiveLimit(initial, min(4, initial), maximum)

@@ -1,0 +1,155 @@
+"""The adaptive bind concurrency, round by round on a fake clock.
+
+A closed loop against a modelled server (a fixed no-queue latency up to a knee, then round
+trips growing with what is in flight, as an M/M/c queue past saturation) shows where the
+controller settles; single rounds pin each rule of the module docstring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gang.binding.adaptive import AdaptiveLimit, bind_limit
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def full_round(limit: AdaptiveLimit, clock: Clock, rtt: float, throttled: bool = False) -> None:
+    """One round with every slot in use, each answered after ``rtt``."""
+    count = int(limit.limit)
+    granted = []
+    for _ in range(count):
+        limit.in_flight += 1
+        limit._peak = max(limit._peak, limit.in_flight)
+        granted.append(clock.now)
+    clock.now += rtt
+    for at in granted:
+        limit.release(at, throttled=throttled)
+
+
+def test_grows_while_round_trips_hold_and_the_limit_is_what_binds() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(32, 4, 1024, clock=clock)
+    for _ in range(10):
+        full_round(limit, clock, 0.08)
+    assert limit.limit > 32 * 1.25**8  # ~25 % per round
+    assert limit.shrunk == 0
+
+
+def test_a_429_halves_it() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, 4, 1024, clock=clock)
+    full_round(limit, clock, 0.08)
+    before = limit.limit
+    full_round(limit, clock, 0.08, throttled=True)
+    assert limit.limit == pytest.approx(before * 0.5)
+
+
+def test_rising_round_trips_shrink_it_in_proportion_at_most_30_percent() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, 4, 1024, clock=clock)
+    full_round(limit, clock, 0.05)  # the best round: 50 ms
+    before = limit.limit
+    full_round(limit, clock, 0.125)  # 2.5x the best, tolerance 2: x0.8
+    assert limit.limit == pytest.approx(before * 0.8)
+    before = limit.limit
+    full_round(limit, clock, 1.0)  # 20x: capped at x0.7
+    assert limit.limit == pytest.approx(before * 0.7)
+
+
+def test_an_unused_limit_does_not_grow() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(64, 4, 1024, clock=clock)
+    for _ in range(5):  # only 8 bindings wanted at a time
+        for _ in range(32):
+            limit.in_flight += 1
+            limit._peak = max(limit._peak, min(8, limit.in_flight))
+            limit.in_flight -= 1
+            limit.in_flight += 1
+            start = clock.now
+            clock.now += 0.01
+            limit.release(start)
+    assert limit.limit == 64
+
+
+def test_bounds_hold() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(8, 4, 16, clock=clock)
+    for _ in range(20):
+        full_round(limit, clock, 0.05)
+    assert limit.limit == 16
+    for _ in range(20):
+        full_round(limit, clock, 0.05, throttled=True)
+    assert limit.limit == 4
+
+
+def test_settles_past_the_knee_of_a_saturating_server() -> None:
+    """A server taking 1,000 writes/s with an 80 ms no-queue round trip: up to 80 in flight
+    the round trip holds; beyond, every extra request waits its turn (n / 1000 s). The
+    limit must end past the knee (the server saturated: the ceiling reached) but not far
+    into the queue (round trips within the tolerance of twice the best)."""
+    clock = Clock()
+    limit = AdaptiveLimit(16, 4, 4096, clock=clock)
+
+    def rtt(in_flight: int) -> float:
+        return max(0.08, in_flight / 1000)
+
+    for _ in range(200):
+        full_round(limit, clock, rtt(int(limit.limit)))
+    assert 80 <= limit.limit <= 2 * 0.08 * 1000 * 1.25
+
+
+def test_fixed_setting_never_moves_and_auto_starts_at_32() -> None:
+    clock = Clock()
+    fixed = bind_limit(7, 512)
+    fixed.clock = clock
+    for _ in range(5):
+        full_round(fixed, clock, 0.01)
+    full_round(fixed, clock, 0.01, throttled=True)
+    assert fixed.limit == 7
+    auto = bind_limit("auto", 512)
+    assert (auto.limit, auto.minimum, auto.maximum) == (32, 4, 512)
+
+
+async def test_waiters_are_served_in_order_and_a_cancelled_one_gives_its_slot_on() -> None:
+    limit = AdaptiveLimit(1, 1, 1)
+    first = await limit.acquire()
+    order: list[str] = []
+
+    async def take(name: str) -> None:
+        granted = await limit.acquire()
+        order.append(name)
+        limit.release(granted, measured=False)
+
+    b = asyncio.create_task(take("b"))
+    c = asyncio.create_task(take("c"))
+    d = asyncio.create_task(take("d"))
+    await asyncio.sleep(0)
+    c.cancel()
+    limit.release(first, measured=False)
+    await asyncio.gather(b, d)
+    assert order == ["b", "d"]
+    assert limit.in_flight == 0
+
+
+async def test_lower_priority_writers_wait_until_no_binding_queues() -> None:
+    limit = AdaptiveLimit(1, 1, 1)
+    first = await limit.acquire()
+    await asyncio.wait_for(limit.no_backlog(), 1)  # nobody queued yet: no wait
+    queued = asyncio.create_task(limit.acquire())
+    await asyncio.sleep(0)
+    writer = asyncio.create_task(limit.no_backlog())
+    await asyncio.sleep(0.01)
+    assert not writer.done()  # a binding waits for a slot: the Event waits too
+    limit.release(first, measured=False)
+    second = await queued
+    await asyncio.wait_for(writer, 1)
+    limit.release(second, measured=False)
