@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from gang.kube.transport import Kube, KubeError
+from gang.kube.transport import NODES, PODS, Kube, KubeError
 from gang.models.quantity import resource_units
 from gang.state.podinfo import pod_requests
 
@@ -151,24 +151,23 @@ async def measure(
 ) -> CeilingResult:
     """Bind every unbound pod of ``namespace`` (onto nodes carrying ``node_labels``, if given)
     in one segment per concurrency level."""
-    from kubernetes_asyncio import client as k8s
-
     from gang.kube.client import make_api_client
 
     client = await make_api_client(kubeconfig)
     try:
         kube = Kube(client)
-        core: Any = k8s.CoreV1Api(client)
-        selector = ",".join(f"{k}={v}" for k, v in (node_labels or {}).items())
+        wanted = dict(node_labels or {})
         nodes = [
             n
-            for n in await _list(core.list_node, label_selector=selector)
+            for n in (await kube.list(NODES))[0]
             if not (n.get("spec") or {}).get("unschedulable")
+            and wanted.items() <= ((n["metadata"].get("labels") or {}).items())
         ]
         pods = [
             p
-            for p in await _list(core.list_namespaced_pod, namespace=namespace)
-            if not (p.get("spec") or {}).get("nodeName")
+            for p in (await kube.list(PODS))[0]
+            if p["metadata"].get("namespace") == namespace
+            and not (p.get("spec") or {}).get("nodeName")
         ]
         pods.sort(key=lambda p: p["metadata"]["name"])
         plan, unplaced = assign(nodes, pods)
@@ -179,20 +178,6 @@ async def measure(
         return CeilingResult(len(plan), unplaced, done)
     finally:
         await client.close()
-
-
-async def _list(call: Any, **params: Any) -> list[Obj]:
-    """Every object a generated list call returns (paged), as plain dicts."""
-    items: list[Obj] = []
-    token = ""
-    while True:
-        extra = {"_continue": token} if token else {}
-        resp = await call(limit=5000, _preload_content=False, **params, **extra)
-        body = orjson.loads(await resp.read())
-        items.extend(body.get("items") or [])
-        token = (body.get("metadata") or {}).get("continue") or ""
-        if not token:
-            return items
 
 
 def main(argv: Sequence[str] | None = None) -> int:

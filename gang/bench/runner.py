@@ -430,7 +430,7 @@ class Driver:
             if not left["items"]:
                 break
             await asyncio.sleep(0.2)
-        await self._create(None, None, self.gangs, with_groups=False)
+        await self._create(core, None, self.gangs, with_groups=False)
         args = ["--kubeconfig", kubeconfig, "--namespace", NAMESPACE]
         args += ["--levels", ",".join(map(str, self.config.ceiling_levels))]
         for key, value in (self.node_selector or {}).items():
@@ -467,11 +467,6 @@ class Driver:
         shape: BenchConfig | None = None,
         with_groups: bool = True,
     ) -> None:
-        if core is None:
-            from kubernetes_asyncio import client as k8s
-
-            assert self.cluster is not None
-            core = k8s.CoreV1Api(self.cluster.client)
         limit = asyncio.Semaphore(128)  # (creation is not measured; a latency model slows it)
         done = 0
         total = sum(g.size for g in gangs)

@@ -35,6 +35,10 @@ EVENT_QUEUE_LIMIT = 10_000
 STATUS_FLUSH_SECONDS = 0.2
 
 
+async def _no_wait() -> None:
+    """``yield_to`` when nothing has priority over the reporter's writes."""
+
+
 class KubeReporter:
     """Implements the scheduling side's Reporter on top of the API."""
 
@@ -52,7 +56,7 @@ class KubeReporter:
         self._wake = asyncio.Event()
         #: awaited before every Event and status write: bindings go first (set by the
         #: scheduler to its binder's ``no_backlog``)
-        self.yield_to: Callable[[], Awaitable[None]] | None = None
+        self.yield_to: Callable[[], Awaitable[None]] = _no_wait
         self.dropped_events = 0
         self.posted_events = 0
         self.status_writes = 0
@@ -123,8 +127,7 @@ class KubeReporter:
     async def run_events(self) -> None:
         while True:
             namespace, event = await self._events.get()
-            if self.yield_to is not None:
-                await self.yield_to()
+            await self.yield_to()
             try:
                 await self.kube.create_event(namespace, event)
                 self.posted_events += 1
@@ -138,8 +141,7 @@ class KubeReporter:
             await asyncio.sleep(STATUS_FLUSH_SECONDS)  # coalesce bursts of changes
             dirty, self._dirty = self._dirty, {}
             for key, item in dirty.items():
-                if self.yield_to is not None:
-                    await self.yield_to()
+                await self.yield_to()
                 await self._write(key, item)
 
     async def _write(self, key: tuple[str, str], item: Gang | PodGroupInfo) -> None:
