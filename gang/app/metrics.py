@@ -135,6 +135,38 @@ class SchedulerCollector(Collector):
             "Bindings allowed in flight now (follows the API server's answers when 'auto')",
             value=int(scheduler.binder.slots.limit),
         )
+        yield from informer_metrics(scheduler)
+
+
+def informer_metrics(scheduler: GangScheduler) -> Iterator[Metric]:
+    """Per watched kind: events applied, relists, resumed watches, and how long the server
+    has been silent about it (a silent kind whose objects change means a stuck watch)."""
+    families = (
+        CounterMetricFamily(
+            "gang_informer_events", "Watch events applied, per kind", labels=["kind"]
+        ),
+        CounterMetricFamily(
+            "gang_informer_relists", "Full lists of a kind (start, resync, 410)", labels=["kind"]
+        ),
+        CounterMetricFamily(
+            "gang_informer_rewatches",
+            "Watches resumed from the last resourceVersion after a failure",
+            labels=["kind"],
+        ),
+        GaugeMetricFamily(
+            "gang_informer_silence_seconds",
+            "Seconds since the last list, watch event or BOOKMARK of a kind",
+            labels=["kind"],
+        ),
+    )
+    events, relists, rewatches, silence = families
+    for informer in scheduler.informers:
+        kind = [informer.kind.name]
+        events.add_metric(kind, informer.events)
+        relists.add_metric(kind, informer.relists)
+        rewatches.add_metric(kind, informer.rewatches)
+        silence.add_metric(kind, informer.silence())
+    yield from families
 
 
 def make_registry(

@@ -222,7 +222,7 @@ class StreamDriver:
             self.t0 = asyncio.get_running_loop().time()
             creator = asyncio.create_task(self._create_all(core, custom))
             tasks += [creator, asyncio.create_task(self._sample_metrics(port))]
-            await self._wait(creator, scheduler)
+            await self._wait(creator, watcher, scheduler)
             end = self._now()
             await self._final_metrics(port, result)
         finally:
@@ -329,11 +329,17 @@ class StreamDriver:
             self.finished.setdefault(name, self._now())
 
     async def _wait(
-        self, creator: asyncio.Task[None], scheduler: asyncio.subprocess.Process
+        self,
+        creator: asyncio.Task[None],
+        watcher: asyncio.Task[None],
+        scheduler: asyncio.subprocess.Process,
     ) -> None:
         big = [g for g in self.gangs if g.big]
         while True:
             await asyncio.sleep(0.25)
+            if watcher.done():
+                watcher.result()  # a failed watch ends the run with its error, not a timeout
+                raise RuntimeError("the pod watch ended")
             now = self._now()
             whole = sum(1 for g in big if self._bound_at(g) is not None)
             running = len(self.bound) - len(self.finished)

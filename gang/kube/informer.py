@@ -80,7 +80,12 @@ class Informer:
         self.relists = 0
         #: watches re-opened from the last resourceVersion after a failure (no relist)
         self.rewatches = 0
+        #: watch events applied (ADDED, MODIFIED, DELETED; not BOOKMARKs)
+        self.events = 0
         self._clock = clock or asyncio.get_running_loop().time
+        #: when the server last said anything: a list, a watch event or a BOOKMARK (a kind
+        #: whose objects change while this stays old has a watch that went silent)
+        self.heard_at = self._clock()
 
     async def run(self) -> None:
         failures = 0
@@ -109,6 +114,7 @@ class Informer:
             self.handler.delete(key, None)
         self._known = seen
         self.resource_version = rv
+        self.heard_at = self._clock()
         self.handler.synced()
         self.has_synced.set()
 
@@ -134,10 +140,15 @@ class Informer:
                 log.info("%s watch: %s; resuming in %.2fs", self.kind.name, err, delay)
                 await asyncio.sleep(delay)
 
+    def silence(self) -> float:
+        """Seconds since the server last said anything about this kind."""
+        return max(0.0, self._clock() - self.heard_at)
+
     def _apply(self, event: Obj) -> None:
         kind = event.get("type")
         obj = event.get("object") or {}
         rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        self.heard_at = self._clock()
         if kind == "ERROR":
             code = obj.get("code")
             raise KubeError(
@@ -147,6 +158,7 @@ class Informer:
             self.resource_version = rv or self.resource_version
             return
         key = object_key(obj)
+        self.events += 1
         if kind == "DELETED":
             self._known.pop(key, None)
             self.handler.delete(key, obj)

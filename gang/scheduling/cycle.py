@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from gang.models.quantity import units_text
 from gang.models.settings import SchedulerConfig
@@ -55,13 +55,13 @@ from gang.scheduling.reservation import (
     NoReservation,
     ReservationPlanner,
     apply_holds,
+    avoiding,
     declared_run,
+    held_share,
     refreshed_start,
-    share_of,
-    sorts_before,
 )
 from gang.scheduling.tracker import ClusterState
-from gang.scheduling.trials import Trials
+from gang.scheduling.trials import Free, Trials
 from gang.state.cache import Snapshot
 from gang.state.podinfo import PodInfo
 
@@ -306,10 +306,18 @@ class Cycle:
 
     def _snapshot(self, gang: Gang) -> Snapshot:
         """The cache's snapshot as ``gang`` may use it: capacity held by reservations ahead of
-        it taken off (unless it may backfill them); capacity nominated for lower-priority gangs
-        lent to it (kube-scheduler lets a pod ignore lower-priority nominations)."""
+        it taken off (unless it may backfill them), the nodes of the others avoided; capacity
+        nominated for lower-priority gangs lent to it (kube-scheduler lets a pod ignore
+        lower-priority nominations)."""
         cache = self.state.cache
         snap = apply_holds(cache.snapshot(), self._holding, cache, self._kept)
+        holding = {r.gang for r in self._holding}
+        others = [
+            r
+            for r in self.state.reservations.by_gang.values()
+            if r.gang != gang.key and r.gang not in holding
+        ]
+        snap = avoiding(snap, others, cache)
         lenders = [
             other
             for key in self.state.nominating
@@ -502,7 +510,7 @@ class Cycle:
         book, cache, now = self.state.reservations, self.state.cache, self._now
         own = gang.reservation
         if own is not None:
-            refreshed = refreshed_start(own, cache, now)
+            refreshed = refreshed_start(own, cache, now, book.ahead_of(gang.key, own.sort_key))
             if refreshed is not None:
                 own.start, own.waiting_for = refreshed
                 self.state.reporter.gang_changed(gang)
@@ -515,28 +523,25 @@ class Cycle:
         if memo is not None and memo[:2] == (cache.version, book.version) and now < memo[2]:
             return message  # refused moments ago, and nothing it depends on has moved
         sort_key = self.state.queue_sort.sort_key(gang)
-        refusal = book.room_for(sort_key)
+
+        def measure(holds: Iterable[Mapping[str, Free]]) -> float:
+            return held_share(holds, cache)
+
+        refusal = book.room_for(sort_key, measure)
         if refusal is not None:
             return self._not_reserved(gang, message, refusal)
-        saved, self._holding = (
-            self._holding,
-            [
-                r
-                for r in book.by_gang.values()
-                if r.gang != gang.key and sorts_before(r.sort_key, sort_key)
-            ],
-        )  # a reservation plans around every hold ahead of it, backfillable or not
+        # a reservation plans through every hold ahead of it, backfillable or not
+        ahead = book.ahead_of(gang.key, sort_key)
+        saved, self._holding = self._holding, ahead
         try:
             snap = self._snapshot(gang)
         finally:
             self._holding = saved
         trials = Trials(snap, pods, need, anchors, placer, cache.index)
-        plan = ReservationPlanner(trials, cache, gang.members, now).plan()
+        plan = ReservationPlanner(trials, cache, gang.members, now, ahead).plan()
         if isinstance(plan, NoReservation):
             return self._not_reserved(gang, message, plan.why, planned=True)
-        capacity = cache.allocatable[cache.valid].sum(axis=0)
-        share = share_of(plan.held.values(), capacity)
-        admitted = book.admit(gang.key, sort_key, share)
+        admitted = book.admit(gang.key, sort_key, plan.held, measure)
         if isinstance(admitted, str):
             return self._not_reserved(gang, message, admitted, planned=True)
         for res in admitted:
@@ -552,7 +557,8 @@ class Cycle:
             now,
             now + self.config.max_reservation_seconds,
             plan.waiting_for,
-            share,
+            measure([plan.held]),
+            declared_run(gang.members.values()),
         )
         reservation.timer = self._loop.call_later(
             self.config.max_reservation_seconds, self._reservation_expired, gang, reservation
@@ -569,6 +575,8 @@ class Cycle:
         """No reservation: the reason is kept for /debug (and explain), the failure message
         stays as the filters wrote it. A refusal that took a planning decision is not
         planned again for a while unless the nodes or the reservations change."""
+        if why != gang.reservation_refused:
+            log.info("gang %s: no reservation: %s", gang.key, why)
         gang.reservation_refused = why
         if planned:
             cache, book = self.state.cache, self.state.reservations

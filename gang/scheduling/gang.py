@@ -109,6 +109,9 @@ class Reservation:
     waiting_for: int
     #: the largest fraction of any resource of the cluster it holds
     share: float = 0.0
+    #: the gang's declared run time (None: undeclared): a gang behind plans on the held
+    #: capacity coming free that long after ``start``
+    run: float | None = None
     timer: asyncio.TimerHandle | None = None
     #: recent backfill decisions into it (newest last)
     backfills: list[Backfill] = field(default_factory=list)

@@ -16,6 +16,12 @@ Gang packing: distributed training is sensitive to the network between workers, 
 domain (``topology_key``, default zone) — the domain already holding its bound members first,
 then the tightest domain that fits — and only then spreads across domains, still scoring nodes in
 domains the gang already uses higher.
+
+Capacity reserved for others: a node holding capacity for a reservation that does not hold
+against this gang (a gang behind it, or one it may backfill) scores below every node that holds
+none (``Snapshot.avoid``). The reservation planned for those nodes to drain; a gang ahead that
+landed on one anyway (most-allocated packing favours a half-drained node) made the gang behind
+wait for its run as well, although other nodes had room.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ Key = tuple[str, str]
 Mask = npt.NDArray[np.bool_]
 Ports = dict[int, Counter[tuple[str, str, int]]]
 MAX_DOMAIN_TRIES = 8
+#: subtracted from the score of a node holding capacity for reservations behind the gang: more
+#: than all the weighted scores together (each 0-100, weights at most 100)
+RESERVED_ELSEWHERE = 1e7
 #: bound on memoized single-node scores (distinct node states seen); cleared when reached
 ROW_SCORE_MEMO = 65_536
 
@@ -159,7 +168,7 @@ class Placer:
         self._columns: dict[bytes, tuple[npt.NDArray[np.intp], tuple[str, ...], Vector]] = {}
         #: one node's weighted score by everything it depends on (built-in scores only); nodes
         #: of a pool that took the same members are in the same state, so this mostly hits
-        self._row_scores: dict[tuple[bytes, bytes, bytes, bool], float] = {}
+        self._row_scores: dict[tuple[bytes, bytes, bytes, bool, bool], float] = {}
 
     # --- caches --------------------------------------------------------------------------
 
@@ -510,6 +519,7 @@ class Placer:
             snap.allocatable[row].tobytes(),
             vec.tobytes(),
             int(self._domains[row]) in used,
+            snap.avoid is not None and bool(snap.avoid[row]),
         )
         score = self._row_scores.get(key)
         if score is None:
@@ -563,6 +573,8 @@ class Placer:
                 continue
             raw = call(plugin, "Score", self.budget, plugin.score, view)
             total += weight * call(plugin, "NormalizeScore", self.budget, plugin.normalize, raw)
+        if snap.avoid is not None:
+            total[snap.avoid[candidates]] -= RESERVED_ELSEWHERE
         return total
 
     def _score_columns(self, vec: Vector) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Vector]:

@@ -14,34 +14,35 @@ arrives behind it.
 How the nodes are chosen (:class:`ReservationPlanner`, pure, on the snapshot): running pods are
 ordered by expected end — from their declared run time (the ``gang.scheduling/expected-run-seconds``
 annotation or ``activeDeadlineSeconds``), else "as long again as it has run so far, at least a
-minute" — then by priority. The shortest prefix of that order whose finishing lets the gang
-place is found by binary search, first on a resource-only bound, then with the real placement
-(every placement rule holds). The nodes that placement used are held, each for the requests of
-the members planned on it; the expected start is when the last pod the gang must wait for on
-them ends.
+minute" — then by priority. Holds of reservations ahead in the queue join that order: each
+comes free once its gang has started and run its declared time. The shortest prefix of that
+order whose ending lets the gang place is found by binary search, first on a resource-only
+bound, then with the real placement (every placement rule holds). The nodes that placement used
+are held, each for the requests of the members planned on it; the expected start is when the
+last pod (or hold) the gang must wait for on them ends.
 
 Bounds (:class:`ReservationBook`): reservations are made in queue order, at most
 ``max_reservations`` at a time holding at most ``reservation_max_share`` of the cluster (of its
-scarcest resource: a reservation's share is the largest fraction it holds of any resource; a gang ahead
-in the queue takes the place of the last one behind it); none for a gang that would not fit the
-empty cluster (an impossible gang blocks nobody); a reservation that has not become placeable
-within ``max_reservation_seconds`` is dropped and not renewed for as long again, so nothing
-blocks for ever. A hold applies only to gangs *behind* the reserving gang in the queue: a
-higher-priority arrival sorts ahead and goes first, and gang-aware preemption is tried before
-any reservation.
+scarcest resource, :func:`held_share`: holds stacked on one node count up to the node, as they
+follow one another in time; a gang ahead in the queue takes the place of the last reservation
+behind it); none for a gang that would not fit the empty cluster (an impossible gang blocks
+nobody); a reservation that has not become placeable within ``max_reservation_seconds`` is
+dropped and not renewed for as long again, so nothing blocks for ever. A hold applies only to
+gangs *behind* the reserving gang in the queue: a higher-priority arrival sorts ahead and goes
+first, and gang-aware preemption is tried before any reservation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from gang.scheduling.gang import Backfill, Gang, GangKey, Reservation
 from gang.scheduling.histogram import FULL_GANG_BUCKETS, DurationHistogram
+from gang.scheduling.placement import Placement
 from gang.scheduling.trials import Free, Trials, usable
 from gang.state.cache import ClusterCache, PodRecord, PodState, Snapshot
 from gang.state.podinfo import PodInfo
@@ -53,6 +54,8 @@ UNDECLARED_FLOOR_SECONDS: Final = 60.0
 MAX_TRIALS: Final = 24
 #: backfill decisions kept per reservation for /debug
 BACKFILLS_KEPT: Final = 16
+#: a hold ahead sorts after running pods ending at the same moment (priorities are int32)
+HOLD_PRIORITY: Final = 1 << 31
 
 
 # --- estimates ----------------------------------------------------------------------------------
@@ -121,8 +124,34 @@ class NoReservation(NamedTuple):
 NEVER_FITS: Final = "the gang does not fit this cluster even with every node empty"
 
 
+class Ending(NamedTuple):
+    """Capacity expected to come free on a node: a running pod finishing (``record``), or a
+    reservation ahead whose gang will have run (``record`` None)."""
+
+    end: float
+    priority: int
+    node: str
+    vector: Free
+    record: PodRecord | None
+
+
+def hold_ends(reservation: Reservation, now: float) -> float:
+    """When a reservation's hold is expected to come free: its gang starts at ``start`` (not
+    before now) and runs its declared run time, else :data:`UNDECLARED_FLOOR_SECONDS` (the
+    estimate for a pod that has just started)."""
+    run = UNDECLARED_FLOOR_SECONDS if reservation.run is None else reservation.run
+    return max(now, reservation.start) + run
+
+
 class ReservationPlanner:
-    """One reservation decision for a gang that did not place (state lives for one call)."""
+    """One reservation decision for a gang that did not place (state lives for one call).
+
+    ``holds`` are the reservations ahead of the gang, whose holds the trials' snapshot already
+    takes off its free capacity. They are planned through, not around: each hold comes free
+    when its gang will have run (:func:`hold_ends`), in the same order as the running pods. A
+    planner that counted them held for ever refused a big gang arriving behind a few small
+    ones ("would not fit even once every running pod has finished") or planned it on nodes
+    that free later than the held ones."""
 
     def __init__(
         self,
@@ -130,46 +159,55 @@ class ReservationPlanner:
         cache: ClusterCache,
         own: Mapping[tuple[str, str], PodInfo],
         now: float,
+        holds: Sequence[Reservation] = (),
         max_trials: int = MAX_TRIALS,
     ) -> None:
         self.t = trials
         self.cache = cache
         self.own = own
         self.now = now
+        self.holds = holds
         self.max_trials = max_trials
 
     def plan(self) -> ReservePlan | NoReservation:
         t = self.t
         if not t.fits_empty():
             return NoReservation(NEVER_FITS, never=True)
-        records, ends = self._running()
-        count = len(records)
-        rows = np.fromiter((self._row(rec) for rec in records), dtype=np.int64, count=count)
+        endings = self._endings()
+        count = len(endings)
+        rows = np.fromiter((self._row_of(e.node) for e in endings), dtype=np.int64, count=count)
         vectors = (
-            np.stack([t.vector(rec) for rec in records])
-            if records
+            np.stack([e.vector for e in endings])
+            if endings
             else np.zeros((0, t.width), dtype=np.int64)
         )
-        base = t.unheld
+        pods = np.fromiter((e.record is not None for e in endings), dtype=np.bool_, count=count)
+        base, holds = t.unheld, t.base.held
 
-        def free_after(k: int) -> Free:
+        def after(k: int) -> Variant:
             free = base.copy()
-            np.add.at(free, rows[:k], vectors[:k])
-            return free
+            finished = pods[:k]
+            np.add.at(free, rows[:k][finished], vectors[:k][finished])
+            held = None
+            if holds is not None:
+                held = holds.copy()
+                np.subtract.at(held, rows[:k][~finished], vectors[:k][~finished])
+            removed = [e.record for e in endings[:k] if e.record is not None]
+            return Variant(free, held, removed)
 
-        if not t.bound_ok(free_after(count)):
+        if not t.bound_ok(*after(count)[:2]):
             return NoReservation(
-                "it would not fit even once every running pod has finished: the rest is held "
-                "by other gangs (reservations ahead of it, Permit waits, nominations)"
+                "it would not fit even once every running pod and every reservation ahead of it "
+                "has finished: the rest is held by other gangs (Permit waits, nominations)"
             )
         low, high = 0, count  # the shortest prefix passing the resource-only bound
         while low < high:
             mid = (low + high) // 2
-            if t.bound_ok(free_after(mid)):
+            if t.bound_ok(*after(mid)[:2]):
                 high = mid
             else:
                 low = mid + 1
-        found = self._search(low, count, free_after, records)
+        found = self._search(low, count, after)
         if found is None:
             return NoReservation(
                 f"no placement found within {self.max_trials} trials once running pods finish"
@@ -179,19 +217,24 @@ class ReservationPlanner:
         for key, node in assignments.items():
             vec = t.vectors[key]
             held[node] = held[node] + vec if node in held else vec.copy()
-        start, waiting = self._wait(held, base, records[:k], ends[:k], vectors[:k])
+        start, waiting = self._wait(held, base, endings[:k])
         return ReservePlan(held, start, waiting, t.count)
 
     def _search(
-        self, low: int, count: int, free_after: Any, records: list[PodRecord]
+        self, low: int, count: int, after: Callable[[int], Variant]
     ) -> tuple[int, dict[tuple[str, str], str]] | None:
-        """The shortest prefix (from ``low``) whose finishing lets the gang place: galloping,
+        """The shortest prefix (from ``low``) whose ending lets the gang place: galloping,
         then binary search between the last failure and the first success."""
         t = self.t
+
+        def place(k: int) -> Placement | None:
+            variant = after(k)
+            return t.place(variant.unheld, variant.removed, held=variant.held)
+
         failed, probe, step = low - 1, low, 1
         success: tuple[int, dict[tuple[str, str], str]] | None = None
         while t.count < self.max_trials:
-            placement = t.place(free_after(probe), records[:probe])
+            placement = place(probe)
             if placement is not None:
                 success = (probe, placement.assignments)
                 break
@@ -204,60 +247,75 @@ class ReservationPlanner:
         low, high = failed + 1, success[0]
         while low < high and t.count < self.max_trials:
             mid = (low + high) // 2
-            placement = t.place(free_after(mid), records[:mid])
+            placement = place(mid)
             if placement is not None:
                 high, success = mid, (mid, placement.assignments)
             else:
                 low = mid + 1
         return success
 
-    def _running(self) -> tuple[list[PodRecord], list[float]]:
-        """Bound pods that will finish, in order of expected end, then lowest priority. Pods
-        assumed by other gangs (in Permit, nominated) are not waited for: they have yet to run."""
-        found: list[tuple[float, int, PodRecord]] = []
+    def _endings(self) -> list[Ending]:
+        """Bound pods that will finish and the holds ahead, in order of expected end, then
+        lowest priority. Pods assumed by other gangs (in Permit, nominated) are not waited for:
+        they have yet to run."""
+        found: list[Ending] = []
         for rec in self.cache.pods.values():
             info = rec.info
             if (
                 rec.state is not PodState.BOUND
                 or info is None
                 or info.key in self.own
-                or self._row(rec) < 0
+                or self._row_of(rec.node) < 0
             ):
                 continue
-            found.append((expected_end(info, self.now), info.priority, rec))
-        found.sort(key=lambda f: (f[0], f[1]))
-        return [f[2] for f in found], [f[0] for f in found]
+            vector = self.t.vector(rec)
+            found.append(Ending(expected_end(info, self.now), info.priority, rec.node, vector, rec))
+        width = self.t.width
+        for res in self.holds:
+            end = hold_ends(res, self.now)
+            for node, vec in res.held.items():
+                if self._row_of(node) >= 0:
+                    vector = self.cache.index.fit(vec)[:width]
+                    found.append(Ending(end, HOLD_PRIORITY, node, vector, None))
+        found.sort(key=lambda e: (e.end, e.priority))
+        return found
 
     def _wait(
-        self,
-        held: Mapping[str, Free],
-        base: Free,
-        records: Sequence[PodRecord],
-        ends: Sequence[float],
-        vectors: npt.NDArray[np.int64],
+        self, held: Mapping[str, Free], base: Free, endings: Sequence[Ending]
     ) -> tuple[float, int]:
-        """The expected start (the last pod to wait for on the held nodes) and how many pods
-        the gang waits for there, counting only those each node needs to finish."""
+        """The expected start (the last ending to wait for on the held nodes) and how many pods
+        and holds the gang waits for there, counting only those each node needs to end."""
         on_node: dict[str, list[tuple[float, Free]]] = {}
-        for rec, end, vec in zip(records, ends, vectors, strict=True):
-            if rec.node in held:
-                on_node.setdefault(rec.node, []).append((end, vec))
+        for ending in endings:
+            if ending.node in held:
+                on_node.setdefault(ending.node, []).append((ending.end, ending.vector))
         start, waiting = self.now, 0
         holds = self.t.base.held
+        last = max((e.end for e in endings), default=self.now)
         for node, need in held.items():
             row = self._row_of(node)
             room = base[row] if holds is None else base[row] - holds[row]
             found = ready_time(room, need, on_node.get(node, []), self.now)
-            when, count = found if found is not None else (max(ends, default=self.now), 0)
+            when, count = found if found is not None else (last, 0)
             start, waiting = max(start, when), waiting + count
         return start, waiting
-
-    def _row(self, rec: PodRecord) -> int:
-        return self._row_of(rec.node)
 
     def _row_of(self, node: str) -> int:
         row = self.cache.row_of(node)
         return -1 if row is None else row
+
+
+class Variant(NamedTuple):
+    """The cluster once a prefix of the endings has come: free capacity before holds, the
+    holds still in force (None: none at all), and the pods gone."""
+
+    unheld: Free
+    held: Free | None
+    removed: list[PodRecord]
+
+
+#: the share of the cluster some holds take together (``held_share`` on the cache)
+Measure = Callable[[Iterable[Mapping[str, Free]]], float]
 
 
 # --- the book of reservations -------------------------------------------------------------------
@@ -284,6 +342,14 @@ class ReservationBook:
     def __len__(self) -> int:
         return len(self.by_gang)
 
+    def ahead_of(self, gang: GangKey, sort_key: tuple[object, ...]) -> list[Reservation]:
+        """The reservations of other gangs that sort before ``sort_key`` in the queue."""
+        return [
+            r
+            for r in self.by_gang.values()
+            if r.gang != gang and sorts_before(r.sort_key, sort_key)
+        ]
+
     def held_nodes(self) -> set[str]:
         return {n for r in self.by_gang.values() for n in r.held}
 
@@ -303,13 +369,13 @@ class ReservationBook:
                 holding.append(res)
         return holding, backfill
 
-    def room_for(self, sort_key: tuple[object, ...]) -> str | None:
+    def room_for(self, sort_key: tuple[object, ...], measure: Measure) -> str | None:
         """Before planning: None if a reservation could be admitted (possibly in place of ones
-        behind it), else why not."""
+        behind it), else why not. ``measure`` gives the share of the cluster holds take."""
         ahead = [r for r in self.by_gang.values() if not sorts_before(sort_key, r.sort_key)]
         if len(ahead) >= self.limit:
             return f"{self.limit} reservation(s) ahead of it in the queue already (the limit)"
-        held = sum(r.share for r in ahead)
+        held = measure(r.held for r in ahead)
         if held >= self.share:
             return (
                 f"reservations ahead of it hold {held:.0%} of the cluster already "
@@ -318,10 +384,15 @@ class ReservationBook:
         return None
 
     def admit(
-        self, gang: GangKey, sort_key: tuple[object, ...], share: float
+        self,
+        gang: GangKey,
+        sort_key: tuple[object, ...],
+        held: Mapping[str, Free],
+        measure: Measure,
     ) -> list[Reservation] | str:
-        """Whether a reservation holding ``share`` of the cluster may be made: the reservations
-        behind it that must give way (last in queue order first), or why not."""
+        """Whether a reservation holding ``held`` may be made: the reservations behind it that
+        must give way (last in queue order first), or why not."""
+        share = measure([held])
         if share > self.share:
             return (
                 f"it would hold {share:.0%} of the cluster, more than the {self.share:.0%} "
@@ -330,14 +401,15 @@ class ReservationBook:
         others = sorted((r for k, r in self.by_gang.items() if k != gang), key=lambda r: r.sort_key)
         yielding: list[Reservation] = []
         while others:
-            if len(others) < self.limit and sum(r.share for r in others) + share <= self.share:
+            together = measure([held, *(r.held for r in others)])
+            if len(others) < self.limit and together <= self.share:
                 return yielding
             last = others[-1]
             if not sorts_before(sort_key, last.sort_key):
                 return (
                     f"{len(others)} reservation(s) ahead of it hold "
-                    f"{sum(r.share for r in others):.0%} of the cluster; limits: {self.limit} "
-                    f"reservations, {self.share:.0%} of the cluster"
+                    f"{measure(r.held for r in others):.0%} of the cluster; limits: "
+                    f"{self.limit} reservations, {self.share:.0%} of the cluster"
                 )
             yielding.append(others.pop())
         return yielding
@@ -381,32 +453,40 @@ class ReservationBook:
 
 
 def refreshed_start(
-    reservation: Reservation, cache: ClusterCache, now: float
+    reservation: Reservation,
+    cache: ClusterCache,
+    now: float,
+    ahead: Sequence[Reservation] = (),
 ) -> tuple[float, int] | None:
-    """The reservation's expected start and pods waited for, from the pods on its nodes now;
-    None if a node is gone or could no longer hold its share once its pods finish.
+    """The reservation's expected start and pods waited for, from the pods on its nodes now
+    and the holds of the reservations ``ahead`` of it there; None if a node is gone or could
+    no longer hold its share once they have ended.
 
     Pods placed on its nodes since it was made (backfill, gangs ahead of it) are assumed
     until the informer shows them bound; they count like bound ones, each ending its expected
     run time from now. Leaving them out made a backfilled node look as if it could never hold
     the share again, so the reservation was dropped and planned afresh on other nodes — its
-    wait started over."""
+    wait started over. Leaving out the holds ahead made the start look near while the gang
+    waited behind them, refusing backfill that would have ended in time."""
     width = cache.allocatable.shape[1]
     start, waiting = now, 0
     for node, held in reservation.held.items():
         row = cache.row_of(node)
         if row is None:
             return None
-        pods = sorted(
-            (
-                (expected_end(rec.info, now), cache.index.fit(rec.vector)[:width])
-                for rec in cache.pods_on(node)
-                if rec.info is not None  # bound, or assumed: placed since, and will run too
-            ),
-            key=lambda p: p[0],
-        )
         room = cache.allocatable[row] - cache.requested[row]
-        found = ready_time(room, cache.index.fit(held)[:width], pods, now)
+        endings = [
+            (expected_end(rec.info, now), cache.index.fit(rec.vector)[:width])
+            for rec in cache.pods_on(node)
+            if rec.info is not None  # bound, or assumed: placed since, and will run too
+        ]
+        for res in ahead:
+            vec = res.held.get(node)
+            if vec is not None:
+                room = room - cache.index.fit(vec)[:width]
+                endings.append((hold_ends(res, now), cache.index.fit(vec)[:width]))
+        endings.sort(key=lambda e: e[0])
+        found = ready_time(room, cache.index.fit(held)[:width], endings, now)
         if found is None:
             return None
         start, waiting = max(start, found[0]), waiting + found[1]
@@ -442,16 +522,40 @@ def apply_holds(
     return replace(snap, free=free, unheld=snap.free, held=held, kept=own)
 
 
+def avoiding(snap: Snapshot, others: Sequence[Reservation], cache: ClusterCache) -> Snapshot:
+    """``snap`` marking the nodes where ``others`` (reservations not holding against the
+    cycle's gang) hold capacity, for placement to use last (``Snapshot.avoid``)."""
+    rows = [row for res in others for node in res.held if (row := cache.row_of(node)) is not None]
+    if not rows:
+        return snap
+    avoid = np.zeros(len(snap.names), dtype=np.bool_)
+    avoid[rows] = True
+    return replace(snap, avoid=avoid)
+
+
 def sorts_before(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
     """Queue order: ``a`` sorts strictly before ``b``."""
     return a < b
 
 
-def share_of(held: Iterable[Free], allocatable: Free) -> float:
-    """The largest fraction of any resource of the cluster (``allocatable``: its total per
-    resource) that ``held`` holds."""
-    total = np.zeros_like(allocatable)
-    for vec in held:
-        total[: len(vec)] += vec[: len(total)]
-    positive = allocatable > 0
-    return float(np.max(total[positive] / allocatable[positive], initial=0.0))
+def held_share(holds: Iterable[Mapping[str, Free]], cache: ClusterCache) -> float:
+    """The largest fraction of any resource of the cluster that ``holds`` hold together.
+
+    Holds on one node count up to its allocatable, never beyond: a gang behind plans through
+    the holds ahead of it, so holds stacked on a node follow one another in time. Summing them
+    counted the same GPUs once per gang queued for them — a queue of small gangs seemed to
+    hold most of the cluster and refused the big gang behind them its reservation."""
+    width = cache.allocatable.shape[1]
+    per_row: dict[int, Free] = {}
+    for held in holds:
+        for node, vec in held.items():
+            row = cache.row_of(node)
+            if row is not None:
+                add = cache.index.fit(vec)[:width]
+                per_row[row] = per_row[row] + add if row in per_row else add.copy()
+    total = np.zeros(width, dtype=np.int64)
+    for row, vec in per_row.items():
+        total += np.minimum(vec, cache.allocatable[row])
+    capacity = cache.allocatable[cache.valid].sum(axis=0)
+    positive = capacity > 0
+    return float(np.max(total[positive] / capacity[positive], initial=0.0))

@@ -12,7 +12,8 @@ its static filters allow) skips placements that cannot succeed.
 Capacity held by reservations: a snapshot whose ``free`` had reservation holds subtracted keeps
 the free *before* them in ``unheld`` and the holds in ``held``. A trial adds capacity to the
 unheld free and subtracts the holds again (never below zero, and never from what the gang held
-itself, ``kept``), so capacity freed on a held node stays held.
+itself, ``kept``), so capacity freed on a held node stays held — unless the trial passes
+holds of its own (``held``: reservation planning, where holds ahead come free in their turn).
 """
 
 from __future__ import annotations
@@ -70,10 +71,10 @@ class Trials:
         base = self.base
         return (base.unheld if base.unheld is not None else base.free).copy()
 
-    def usable(self, unheld: Free) -> Free:
-        """What the gang may use of ``unheld``: the holds taken off again, never below zero,
-        except from what the gang itself held (``Snapshot.kept``)."""
-        return usable(unheld, self.base.held, self.base.kept)
+    def usable(self, unheld: Free, held: Free | None = None) -> Free:
+        """What the gang may use of ``unheld``: the holds (``held``, else the snapshot's) taken
+        off again, never below zero, except from what the gang itself held (``Snapshot.kept``)."""
+        return usable(unheld, self.base.held if held is None else held, self.base.kept)
 
     def vector(self, rec: PodRecord) -> Free:
         return self.index.fit(rec.vector)[: self.width]
@@ -87,9 +88,9 @@ class Trials:
 
     # --- the checks -------------------------------------------------------------------------
 
-    def bound_ok(self, unheld: Free) -> bool:
+    def bound_ok(self, unheld: Free, held: Free | None = None) -> bool:
         """A necessary condition for placing ``need`` members: enough free slots per shape."""
-        return _bound(self.templates, self.usable(unheld), self.need)
+        return _bound(self.templates, self.usable(unheld, held), self.need)
 
     def slots(self, room: Free, row: int) -> int:
         """How many members of the gang's main shape fit in ``room`` on node ``row``."""
@@ -102,9 +103,14 @@ class Trials:
         return max(0, int(np.min(room[positive] // vec[positive])))
 
     def place(
-        self, unheld: Free, removed: Sequence[PodRecord], counted: bool = True
+        self,
+        unheld: Free,
+        removed: Sequence[PodRecord],
+        counted: bool = True,
+        held: Free | None = None,
     ) -> Placement | None:
-        """Place the gang on the snapshot with ``unheld`` free capacity and ``removed`` gone."""
+        """Place the gang on the snapshot with ``unheld`` free capacity and ``removed`` gone
+        (and ``held`` held, when some holds are taken to have ended)."""
         if counted:
             self.count += 1
         base = self.base
@@ -114,7 +120,7 @@ class Trials:
                 counter = ports[rec.node].copy()
                 counter.subtract(rec.host_ports)
                 ports[rec.node] = +counter
-        snap = replace(base, free=self.usable(unheld).copy(), used_ports=ports)
+        snap = replace(base, free=self.usable(unheld, held).copy(), used_ports=ports)
         with without(base.pods, removed, self.rules_matter):
             result = self.placer.place(snap, self.pods, self.need, self.anchors)
         return result if isinstance(result, Placement) else None

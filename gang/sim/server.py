@@ -794,16 +794,26 @@ class SimServer:
                 now = loop.time()
                 if now >= deadline:
                     break
-                wait = deadline - now
-                if bookmarks:
-                    wait = min(wait, max(0.0, next_bookmark - now))
-                try:
-                    first = await asyncio.wait_for(sub.queue.get(), timeout=wait)
-                except TimeoutError:
-                    if bookmarks and loop.time() >= next_bookmark and sub.queue.empty():
+                if sub.queue.empty():
+                    # a BOOKMARK only when caught up (its resourceVersion covers everything);
+                    # a busy stream gets it at the next idle moment
+                    if bookmarks and now >= next_bookmark:
                         await response.write(_bookmark(rt, self.store.rv))
-                        next_bookmark = loop.time() + self.config.bookmark_interval
-                    continue
+                        next_bookmark = now + self.config.bookmark_interval
+                        continue
+                    wait = deadline - now
+                    if bookmarks:
+                        wait = min(wait, next_bookmark - now)
+                    try:
+                        # (not ``wait_for``: with the bookmark due on a busy stream it was
+                        # called with timeout 0, which cancels the get before it runs, every
+                        # time: the stream stopped delivering while events piled up)
+                        async with asyncio.timeout(wait):
+                            first = await sub.queue.get()
+                    except TimeoutError:
+                        continue
+                else:
+                    first = sub.queue.get_nowait()
                 batch = [first]
                 while not sub.queue.empty() and len(batch) < 512:
                     batch.append(sub.queue.get_nowait())

@@ -110,6 +110,10 @@ class Snapshot:
     #: nominations, dropped to be planned again): exempt from the holds, so
     #: ``free == max(unheld - kept - held, 0) + kept``
     kept: npt.NDArray[np.int64] | None = None
+    #: rows holding capacity for reservations that do not hold against the cycle's gang (gangs
+    #: behind it, or ones it may backfill): placement goes there only when no other node fits,
+    #: so the nodes a reservation waits for keep draining; None when there are none
+    avoid: npt.NDArray[np.bool_] | None = None
 
 
 class ClusterCache:

@@ -71,6 +71,18 @@ async def test_status_endpoints_and_graceful_stop() -> None:
                 "gang_leader 1.0",
             ):
                 assert name in text, name
+            samples = {
+                line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("gang_informer_")
+            }
+            # 6 pods created and 2 bound (the pods were created after the first list); 3
+            # PodGroups, heard of moments ago; the nodes listed once and not changed since
+            assert samples['gang_informer_events_total{kind="pods"}'] >= 8
+            assert samples['gang_informer_events_total{kind="podgroups"}'] >= 3
+            assert samples['gang_informer_relists_total{kind="pods"}'] == 1
+            assert samples['gang_informer_silence_seconds{kind="pods"}'] < 10
+            assert samples['gang_informer_events_total{kind="nodes"}'] == 0
 
             async with http.get(base + "/debug/gangs?format=json") as resp:
                 gangs = {g["name"]: g for g in await resp.json()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -221,6 +221,85 @@ async def test_backfill_only_for_gangs_that_end_before_the_reservation_starts() 
         bound = await api.bound()
         assert {bound[p] for p in big} == set(nodes[:2])
         assert not any(p in bound for p in long)  # still nowhere for it: n2, n3 are busy
+        await api.assert_not_overcommitted()
+
+
+async def test_a_gang_behind_a_reservation_plans_through_its_hold() -> None:
+    """n0 runs an 8-GPU pod for 2 s, n1 one that declares nothing (expected to run at least a
+    minute). Gang a (1 x 8 GPUs, 2 s) reserves n0. Gang b behind it (1 x 8 GPUs) reserves n0
+    too, from when a will have run (about 4 s), not n1 in a minute: a's hold comes free, it is
+    not held for ever. Both bind on n0 one after the other."""
+    async with cluster("2:gpu=8") as env:
+        api = env.api
+        nodes = sorted(n["metadata"]["name"] for n in await api.raw_nodes())
+        await api.create_pods(
+            [
+                timed_pod("pre-0", None, 8, 2.0, scheduler="default-scheduler"),
+                timed_pod("pre-1", None, 8, None, scheduler="default-scheduler"),
+            ]
+        )
+        await api.bind("pre-0", nodes[0])
+        await api.bind("pre-1", nodes[1])
+        made = time.time()
+        first = await gang_of(env, "a", 1, 8, run=2)
+
+        def reserved(name: str) -> Callable[[], Awaitable[bool]]:
+            async def check() -> bool:
+                return reservation_of(env, name) is not None
+
+            return check
+
+        await eventually(reserved("a"))
+        res_a = reservation_of(env, "a")
+        second = await gang_of(env, "b", 1, 8, run=2)
+        await eventually(reserved("b"))
+        res_b = reservation_of(env, "b")
+        assert set(res_a.held) == set(res_b.held) == {nodes[0]}
+        assert res_b.start >= res_a.start + 2 - 0.01
+        assert res_b.start < made + 30  # not n1's minute
+        await eventually(lambda: bound_all(env, first), within=10)
+        await eventually(lambda: bound_all(env, second), within=10)
+        bound = await api.bound()
+        assert bound["a-0"] == bound["b-0"] == nodes[0]
+        await api.assert_not_overcommitted()
+
+
+async def test_a_gang_ahead_of_a_reservation_leaves_its_nodes_to_drain() -> None:
+    """n0 runs a 2-GPU pod for 3 s, n1 a 4-GPU pod declaring nothing. The big gang (1 x 8 GPUs)
+    reserves n0. An urgent gang (2 GPUs for a minute, higher priority: ahead of the big one, so
+    the hold does not apply to it) would score n0 best (the default scores favour the emptier
+    node here), making the big gang wait for its minute too; it goes to n1, which has room, and
+    the big gang binds once n0 drains."""
+    async with cluster("2:gpu=8") as env:
+        api = env.api
+        from kubernetes_asyncio import client as k8s
+
+        async with env.cluster.api_client() as client:
+            await k8s.SchedulingV1Api(client).create_priority_class(
+                {"metadata": {"name": "high"}, "value": 1000}
+            )
+        nodes = sorted(n["metadata"]["name"] for n in await api.raw_nodes())
+        await api.create_pods(
+            [
+                timed_pod("pre-0", None, 2, 3.0, scheduler="default-scheduler"),
+                timed_pod("pre-1", None, 4, None, scheduler="default-scheduler"),
+            ]
+        )
+        await api.bind("pre-0", nodes[0])
+        await api.bind("pre-1", nodes[1])
+        big = await gang_of(env, "big", 1, 8, run=5)
+
+        async def reserved() -> bool:
+            return reservation_of(env, "big") is not None
+
+        await eventually(reserved)
+        assert set(reservation_of(env, "big").held) == {nodes[0]}
+        await api.create_podgroup(podgroup("urgent", 1, timeout=60))
+        await api.create_pods([timed_pod("urgent-0", "urgent", 2, 60, priority_class="high")])
+        await eventually(lambda: bound_all(env, ["urgent-0"]))
+        assert (await api.bound())["urgent-0"] == nodes[1]
+        await eventually(lambda: bound_all(env, big), within=10)
+        assert (await api.bound())["big-0"] == nodes[0]
         await api.assert_not_overcommitted()
 
 

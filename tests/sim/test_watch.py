@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
+import aiohttp
+import orjson
 import pytest
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import watch
@@ -127,6 +130,41 @@ async def test_live_events_and_bookmarks(raw: Raw, cluster: SimCluster) -> None:
     assert int(bookmark["metadata"]["resourceVersion"]) >= int(
         events[0]["object"]["metadata"]["resourceVersion"]
     )
+
+
+async def test_a_busy_stream_keeps_delivering_when_a_bookmark_falls_due() -> None:
+    """A bookmark due every millisecond, so it is due whenever a burst of events (more than
+    one batch of the stream) is queued: the stream must deliver every event. It used to wait
+    for the next event with a timeout of zero whenever a bookmark was due and events were
+    queued — a timeout that cancels the wait before it runs, every time — so a busy stream went
+    silent for good (the scheduler's pod watch, about a minute into a loaded benchmark: nodes
+    looked full long after their pods had finished)."""
+    async with (
+        SimCluster("1:gpu=8", bookmark_interval=0.001) as cluster,
+        aiohttp.ClientSession() as session,
+    ):
+        raw = Raw(session, cluster.url)
+        since = await _rv(raw)
+        key = cluster.api.rt_pods.storage_key
+        count = 3000
+        for i in range(count):  # no await: a commit storm, queued before the stream runs
+            cluster.store.commit(key, {**pod(f"p{i:05d}"), "metadata": _meta(f"p{i:05d}")})
+        added = 0
+        path = f"{PODS}?watch=1&resourceVersion={since}&allowWatchBookmarks=true"
+        async with session.get(raw.base + path) as resp:
+
+            async def read() -> None:
+                nonlocal added
+                while added < count and (line := await resp.content.readline()):
+                    added += orjson.loads(line)["type"] == "ADDED"
+
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(read(), 10)
+        assert added == count
+
+
+def _meta(name: str) -> dict[str, Any]:
+    return {"name": name, "namespace": "default", "uid": name, "labels": {}}
 
 
 async def test_no_bookmarks_unless_asked(raw: Raw) -> None:

@@ -25,9 +25,9 @@ from gang.scheduling.reservation import (
     apply_holds,
     declared_run,
     expected_end,
+    held_share,
     ready_time,
     refreshed_start,
-    share_of,
 )
 from gang.scheduling.trials import Trials, usable
 from gang.state.cache import ClusterCache
@@ -205,6 +205,64 @@ def test_holds_of_reservations_ahead_are_planned_around() -> None:
     assert isinstance(second, ReservePlan) and set(second.held) == {"n1"}
 
 
+def plan_behind(world: World, ahead: list[Reservation], gpus: int = 8) -> Any:
+    """A one-member gang's plan behind the reservations ``ahead`` (their holds applied)."""
+    snap = apply_holds(world.cache.snapshot(), ahead, world.cache)
+    members = [pod("b-0", gpus, group="b")]
+    trials = Trials(snap, members, 1, [], world.placer, world.cache.index)
+    return ReservationPlanner(trials, world.cache, {}, NOW, ahead).plan()
+
+
+def test_a_hold_ahead_comes_free_once_its_gang_has_run() -> None:
+    """n0's pod ends at +10 and a reservation ahead holds n0 from then for a 5 s run; n1's
+    pod ends at +100. Behind it, a gang is planned onto n0 from +15 — not onto n1 at +100,
+    as if the hold ahead never ended."""
+    world = World(2)
+    world.run("p0", "n0", 8, 10)
+    world.run("p1", "n1", 8, 100)
+    first = world.plan(1, 8)
+    assert isinstance(first, ReservePlan) and set(first.held) == {"n0"}
+    ahead = Reservation(
+        GangKey("default", "a"), (0,), first.held, first.start, NOW, NOW + 60, 1, run=5.0
+    )
+    second = plan_behind(world, [ahead])
+    assert isinstance(second, ReservePlan) and set(second.held) == {"n0"}
+    assert second.start == NOW + 15 and second.waiting_for == 2  # the pod, then the hold
+
+
+def test_a_gang_behind_holds_on_every_node_is_still_planned() -> None:
+    """A one-node cluster held ahead: the gang behind waits for the hold, not refused as if
+    the node were held for ever. An undeclared gang ahead frees its hold after the floor."""
+    world = World(1)
+    world.run("p0", "n0", 8, 10)
+    first = world.plan(1, 8)
+    assert isinstance(first, ReservePlan)
+    ahead = Reservation(GangKey("default", "a"), (0,), first.held, first.start, NOW, NOW + 60, 1)
+    second = plan_behind(world, [ahead])
+    assert isinstance(second, ReservePlan)
+    assert second.start == NOW + 10 + UNDECLARED_FLOOR_SECONDS
+
+
+def test_a_refreshed_start_waits_for_the_holds_ahead_on_its_nodes() -> None:
+    """n0: 2 GPUs free, a 6-GPU pod ending at +4; a reservation ahead holds all 8 GPUs for a
+    5 s run. A 2-GPU reservation behind it there starts when that hold ends (+9), not now:
+    refreshed without the hold, it looked due at once and refused backfill that would have
+    ended in time."""
+    world = World(1)
+    world.run("p0", "n0", 6, 4)
+    gpu = world.cache.index.column("nvidia.com/gpu")
+    whole = np.zeros(gpu + 1, dtype=np.int64)
+    whole[gpu] = 8
+    ahead = Reservation(
+        GangKey("default", "a"), (0,), {"n0": whole}, NOW + 4, NOW, NOW + 60, 1, run=5.0
+    )
+    behind = Reservation(
+        GangKey("default", "b"), (1,), {"n0": whole // 4}, NOW, NOW, NOW + 60, 0, run=60.0
+    )
+    assert refreshed_start(behind, world.cache, NOW) == (NOW, 0)
+    assert refreshed_start(behind, world.cache, NOW, [ahead]) == (NOW + 9, 2)
+
+
 def test_a_reservations_start_is_refreshed_from_the_pods_on_its_nodes() -> None:
     world = World(1)
     world.run("p0", "n0", 8, 10)
@@ -262,30 +320,87 @@ def test_holds_apply_only_to_gangs_behind_and_backfill_is_by_declared_end() -> N
     assert [r.gang.group for r in holding] == ["a"] and backfill == []
 
 
+def whole(world: World, *nodes: str) -> dict[str, Any]:
+    """Holds of every GPU of ``nodes``."""
+    return {n: world.cache.index.vector({"nvidia.com/gpu": 8}) for n in nodes}
+
+
+def held_by(world: World, name: str, rank: int, *nodes: str) -> Reservation:
+    return Reservation(
+        GangKey("default", name), (rank,), whole(world, *nodes), NOW + 60, NOW, NOW + 600, 1
+    )
+
+
+def measured(world: World) -> Any:
+    return lambda holds: held_share(holds, world.cache)
+
+
 def test_the_limit_and_the_share_bound_reservations_in_queue_order() -> None:
-    book = book_with(reservation("a", 1, ["n0"]), reservation("b", 5, ["n1"]))
+    world = World(4)  # each node is 25% of the GPUs
+    measure = measured(world)
+    book = book_with(held_by(world, "a", 1, "n0"), held_by(world, "b", 5, "n1"))
     # full (2 reservations): a gang behind both is refused before planning ...
-    assert book.room_for((9,)) is not None
+    assert book.room_for((9,), measure) is not None
     # ... one between them takes the place of the one behind it
-    assert book.room_for((3,)) is None
-    yielding = book.admit(GangKey("default", "c"), (3,), 0.1)
+    assert book.room_for((3,), measure) is None
+    yielding = book.admit(GangKey("default", "c"), (3,), whole(world, "n2"), measure)
     assert isinstance(yielding, list) and [r.gang.group for r in yielding] == ["b"]
     # never more than the share of the cluster, even alone
-    assert "more than the 50%" in str(book.admit(GangKey("default", "d"), (0,), 0.6))
+    too_big = whole(world, "n0", "n1", "n2")
+    assert "more than the 50%" in str(book.admit(GangKey("default", "d"), (0,), too_big, measure))
 
 
 def test_the_share_counts_what_reservations_ahead_hold() -> None:
-    book = book_with(reservation("a", 1, ["n0", "n1", "n2"], share=0.5), limit=4, share=0.75)
-    assert book.room_for((5,)) is None
-    assert book.admit(GangKey("default", "b"), (5,), 0.25) == []  # 75% with it: allowed
-    assert isinstance(book.admit(GangKey("default", "b"), (5,), 0.3), str)
-    assert book_with(reservation("a", 1, ["n0"], share=0.75), share=0.75).room_for((5,))
+    world = World(4)
+    measure = measured(world)
+    book = book_with(held_by(world, "a", 1, "n0", "n1"), limit=4, share=0.75)
+    assert book.room_for((5,), measure) is None
+    assert book.admit(GangKey("default", "b"), (5,), whole(world, "n2"), measure) == []  # 75%
+    assert isinstance(
+        book.admit(GangKey("default", "b"), (5,), whole(world, "n2", "n3"), measure), str
+    )
+    full = book_with(held_by(world, "a", 1, "n0", "n1", "n2"), share=0.75)
+    assert full.room_for((5,), measure) is not None
 
 
-def test_a_reservations_share_is_its_scarcest_resource() -> None:
-    capacity = np.array([64, 512, 8])  # cpu, memory, gpu
-    assert share_of([np.array([8, 64, 4])], capacity) == 0.5  # half the GPUs
-    assert share_of([np.array([32, 0, 1]), np.array([16, 0, 1])], capacity) == 0.75  # cpu
+def test_holds_stacked_on_one_node_count_once() -> None:
+    """Three gangs queued for n0's 8 GPUs hold them one after another, not three times over:
+    with 25% held, a fourth gang wanting n1 is admitted under a 50% share."""
+    world = World(4)
+    measure = measured(world)
+    book = book_with(
+        held_by(world, "a", 1, "n0"),
+        held_by(world, "b", 2, "n0"),
+        held_by(world, "c", 3, "n0"),
+        limit=8,
+        share=0.5,
+    )
+    assert measure(r.held for r in book.by_gang.values()) == 0.25
+    assert book.room_for((9,), measure) is None
+    assert book.admit(GangKey("default", "d"), (9,), whole(world, "n1"), measure) == []
+    assert isinstance(
+        book.admit(GangKey("default", "d"), (9,), whole(world, "n1", "n2"), measure), str
+    )
+
+
+def test_a_share_is_the_scarcest_resource_held() -> None:
+    cache = ClusterCache()
+    for name in ("n0", "n1"):
+        cache.upsert_node(
+            {
+                "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "32", "nvidia.com/gpu": "4", "pods": "110"}},
+            }
+        )
+    alloc = cache.allocatable[cache.row_of("n0")]
+    gpu, cpu = cache.index.column("nvidia.com/gpu"), cache.index.column("cpu")
+    half_gpus = np.zeros_like(alloc)
+    half_gpus[gpu], half_gpus[cpu] = 4, alloc[cpu] // 8
+    assert held_share([{"n0": half_gpus}], cache) == 0.5  # all of one node's GPUs: half
+    cpus = np.zeros_like(alloc)
+    cpus[cpu] = alloc[cpu] * 3 // 4
+    assert held_share([{"n0": cpus}, {"n1": cpus}], cache) == 0.75  # cpu is scarcest
+    assert held_share([{"n0": cpus}, {"n0": cpus}], cache) == 0.5  # one node: at most all of it
 
 
 def test_drop_keeps_the_gang_and_the_book_in_step() -> None:
