@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_LABEL, POD_GROUP_VERSION
+from gang.sim.latency import parse_latency
 
 NAMESPACE = "bench"
 Rule = Literal["one-per-node", "zone-spread"]
@@ -68,6 +69,12 @@ class BenchConfig(BaseModel):
         if any(level < 1 for level in levels):
             raise ValueError("ceiling levels are bindings in flight: positive integers")
         return levels
+
+    @field_validator("api_latency")
+    @classmethod
+    def _latency(cls, spec: str) -> str:
+        parse_latency(spec)  # its ValueError names the bad part, before any process starts
+        return spec
 
     @model_validator(mode="after")
     def _sizes(self) -> BenchConfig:

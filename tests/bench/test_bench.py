@@ -35,6 +35,11 @@ def test_invalid_benchmarks_are_refused() -> None:
         BenchConfig(min_gang=8, max_gang=4)
     with pytest.raises(ValidationError):
         BenchConfig(pods=0)
+    # refused before any process starts, naming the bad part (it used to surface only as
+    # "the simulator did not start")
+    with pytest.raises(ValidationError, match="workers"):
+        BenchConfig(api_latency="workers=many")
+    assert BenchConfig(api_latency="real").api_latency == "real"
 
 
 def test_percentiles() -> None:
