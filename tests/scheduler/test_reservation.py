@@ -93,6 +93,40 @@ def reservation_of(env: Env, name: str) -> Any:
     return gang.reservation if gang is not None else None
 
 
+def reserved(env: Env, name: str) -> Callable[[], Awaitable[bool]]:
+    """A check for ``eventually``: the gang holds a reservation."""
+
+    async def check() -> bool:
+        return reservation_of(env, name) is not None
+
+    return check
+
+
+async def prefill(env: Env, layout: list[tuple[int, float | None]]) -> list[str]:
+    """Bind pod ``pre-i`` (GPUs, run seconds; None: until deleted) to the i-th node by name,
+    as another scheduler would; the node names, sorted."""
+    nodes = sorted(n["metadata"]["name"] for n in await env.api.raw_nodes())
+    await env.api.create_pods(
+        [
+            timed_pod(f"pre-{i}", None, gpu, run, scheduler="default-scheduler")
+            for i, (gpu, run) in enumerate(layout)
+        ]
+    )
+    for i in range(len(layout)):
+        await env.api.bind(f"pre-{i}", nodes[i])
+    return nodes
+
+
+async def high_priority(env: Env) -> None:
+    """The PriorityClass ``high`` (1000)."""
+    from kubernetes_asyncio import client as k8s
+
+    async with env.cluster.api_client() as client:
+        await k8s.SchedulingV1Api(client).create_priority_class(
+            {"metadata": {"name": "high"}, "value": 1000}
+        )
+
+
 async def test_big_gang_binds_once_its_reserved_nodes_drain_while_a_stream_flows() -> None:
     """The issue's scenario at a quarter of the size: 8 nodes x 8 GPUs kept full by small gangs
     (4 x 1 GPU; the oldest finishes and a new one arrives every 0.25 s); a gang of 4 x 8 GPUs
@@ -103,11 +137,7 @@ async def test_big_gang_binds_once_its_reserved_nodes_drain_while_a_stream_flows
         big = await gang_of(env, "big", 4, 8, run=30)
         feeder = asyncio.create_task(stream(env, 48, every=0.25, run=4.0))
         try:
-
-            async def reserved() -> bool:
-                return reservation_of(env, "big") is not None
-
-            await eventually(reserved, within=5)
+            await eventually(reserved(env, "big"), within=5)
             res = reservation_of(env, "big")
             assert len(res.held) == 4 and res.start > time.time() - 1
             held_nodes = set(res.held)
@@ -153,11 +183,11 @@ async def test_the_reserved_condition_says_which_nodes_and_when() -> None:
             status = (await env.api.get_podgroup("big")).get("status") or {}
             return next((c for c in status.get("conditions", []) if c["type"] == "Reserved"), None)
 
-        async def reserved() -> bool:
+        async def condition_true() -> bool:
             found = await condition()
             return found is not None and found["status"] == "True"
 
-        await eventually(reserved)
+        await eventually(condition_true)
         found = await condition()
         assert found is not None and found["reason"] == "CapacityReserved"
         bound = await env.api.bound()
@@ -185,16 +215,7 @@ async def test_backfill_only_for_gangs_that_end_before_the_reservation_starts() 
     (backfill), never to one declaring 60 s."""
     async with cluster("4:gpu=8") as env:
         api = env.api
-        layout = [("n0", 6, 4.0), ("n1", 8, 4.0), ("n2", 8, None), ("n3", 8, None)]
-        nodes = sorted(n["metadata"]["name"] for n in await api.raw_nodes())
-        await api.create_pods(
-            [
-                timed_pod(f"pre-{i}", None, gpu, run, scheduler="default-scheduler")
-                for i, (_, gpu, run) in enumerate(layout)
-            ]
-        )
-        for i, node in enumerate(nodes):
-            await api.bind(f"pre-{i}", node)
+        nodes = await prefill(env, [(6, 4.0), (8, 4.0), (8, None), (8, None)])
 
         async def running() -> bool:
             pods = await api.raw_pods()
@@ -203,10 +224,7 @@ async def test_backfill_only_for_gangs_that_end_before_the_reservation_starts() 
         await eventually(running)
         big = await gang_of(env, "big", 2, 8, run=5)
 
-        async def reserved() -> bool:
-            return reservation_of(env, "big") is not None
-
-        await eventually(reserved)
+        await eventually(reserved(env, "big"))
         assert set(reservation_of(env, "big").held) == set(nodes[:2])
         long = await gang_of(env, "long", 2, 1, run=60)
         short = await gang_of(env, "short", 2, 1, run=1)
@@ -231,28 +249,13 @@ async def test_a_gang_behind_a_reservation_plans_through_its_hold() -> None:
     not held for ever. Both bind on n0 one after the other."""
     async with cluster("2:gpu=8") as env:
         api = env.api
-        nodes = sorted(n["metadata"]["name"] for n in await api.raw_nodes())
-        await api.create_pods(
-            [
-                timed_pod("pre-0", None, 8, 2.0, scheduler="default-scheduler"),
-                timed_pod("pre-1", None, 8, None, scheduler="default-scheduler"),
-            ]
-        )
-        await api.bind("pre-0", nodes[0])
-        await api.bind("pre-1", nodes[1])
+        nodes = await prefill(env, [(8, 2.0), (8, None)])
         made = time.time()
         first = await gang_of(env, "a", 1, 8, run=2)
-
-        def reserved(name: str) -> Callable[[], Awaitable[bool]]:
-            async def check() -> bool:
-                return reservation_of(env, name) is not None
-
-            return check
-
-        await eventually(reserved("a"))
+        await eventually(reserved(env, "a"))
         res_a = reservation_of(env, "a")
         second = await gang_of(env, "b", 1, 8, run=2)
-        await eventually(reserved("b"))
+        await eventually(reserved(env, "b"))
         res_b = reservation_of(env, "b")
         assert set(res_a.held) == set(res_b.held) == {nodes[0]}
         assert res_b.start >= res_a.start + 2 - 0.01
@@ -272,27 +275,11 @@ async def test_a_gang_ahead_of_a_reservation_leaves_its_nodes_to_drain() -> None
     the big gang binds once n0 drains."""
     async with cluster("2:gpu=8") as env:
         api = env.api
-        from kubernetes_asyncio import client as k8s
-
-        async with env.cluster.api_client() as client:
-            await k8s.SchedulingV1Api(client).create_priority_class(
-                {"metadata": {"name": "high"}, "value": 1000}
-            )
-        nodes = sorted(n["metadata"]["name"] for n in await api.raw_nodes())
-        await api.create_pods(
-            [
-                timed_pod("pre-0", None, 2, 3.0, scheduler="default-scheduler"),
-                timed_pod("pre-1", None, 4, None, scheduler="default-scheduler"),
-            ]
-        )
-        await api.bind("pre-0", nodes[0])
-        await api.bind("pre-1", nodes[1])
+        await high_priority(env)
+        nodes = await prefill(env, [(2, 3.0), (4, None)])
         big = await gang_of(env, "big", 1, 8, run=5)
 
-        async def reserved() -> bool:
-            return reservation_of(env, "big") is not None
-
-        await eventually(reserved)
+        await eventually(reserved(env, "big"))
         assert set(reservation_of(env, "big").held) == {nodes[0]}
         await api.create_podgroup(podgroup("urgent", 1, timeout=60))
         await api.create_pods([timed_pod("urgent-0", "urgent", 2, 60, priority_class="high")])
@@ -325,10 +312,7 @@ async def test_a_reservation_expires_after_max_reservation_seconds() -> None:
         await eventually(lambda: bound_all(env, ["a-0", "b-0"]))
         big = await gang_of(env, "big", 1, 8, run=None)
 
-        async def reserved() -> bool:
-            return reservation_of(env, "big") is not None
-
-        await eventually(reserved)
+        await eventually(reserved(env, "big"))
         held = next(iter(reservation_of(env, "big").held))
         # 2 GPUs are free on the held node, but held: a gang declaring 60 s waits
         small = await gang_of(env, "small", 2, 1, run=None, declared=60)
@@ -363,21 +347,13 @@ async def test_a_reservation_expires_after_max_reservation_seconds() -> None:
 async def test_a_higher_priority_arrival_goes_first_and_a_malformed_hint_is_reported() -> None:
     async with cluster("4:gpu=8") as env:
         api = env.api
-        from kubernetes_asyncio import client as k8s
-
-        async with env.cluster.api_client() as client:
-            await k8s.SchedulingV1Api(client).create_priority_class(
-                {"metadata": {"name": "high"}, "value": 1000}
-            )
+        await high_priority(env)
         for i in range(4):
             await gang_of(env, f"busy{i}", 1, 8, run=2 + 2 * i)
         await eventually(lambda: bound_all(env, [f"busy{i}-0" for i in range(4)]))
         big = await gang_of(env, "big", 2, 8, run=None)
 
-        async def reserved() -> bool:
-            return reservation_of(env, "big") is not None
-
-        await eventually(reserved)
+        await eventually(reserved(env, "big"))
         held = set(reservation_of(env, "big").held)
         await api.create_podgroup(podgroup("urgent", 1, timeout=60))
         pod = timed_pod("urgent-0", "urgent", 8, None, priority_class="high")
@@ -407,15 +383,12 @@ async def test_reservations_are_rebuilt_in_queue_order_after_a_restart() -> None
             await api.create_podgroup(podgroup("big", 2, timeout=60))
             await api.create_pods([timed_pod("big-0", "big", 8, None)])
 
-            async def reserved() -> bool:
-                return reservation_of(env, "big") is not None
-
-            await eventually(reserved)
+            await eventually(reserved(env, "big"))
             before = set(reservation_of(env, "big").held)
             assert len(before) == 2
         async with running_scheduler(sim) as scheduler:
             env = Env(sim, scheduler, api)
-            await eventually(reserved)
+            await eventually(reserved(env, "big"))
             assert set(reservation_of(env, "big").held) == before
             await gang_of(env, "small", 1, 8, run=None)  # sorts after big: not on its nodes
             await api.create_pods([timed_pod("big-1", "big", 8, None)])
