@@ -483,8 +483,9 @@ def refreshed_start(
         for res in ahead:
             vec = res.held.get(node)
             if vec is not None:
-                room = room - cache.index.fit(vec)[:width]
-                endings.append((hold_ends(res, now), cache.index.fit(vec)[:width]))
+                hold = cache.index.fit(vec)[:width]
+                room = room - hold
+                endings.append((hold_ends(res, now), hold))
         endings.sort(key=lambda e: e[0])
         found = ready_time(room, cache.index.fit(held)[:width], endings, now)
         if found is None:
@@ -505,12 +506,7 @@ def apply_holds(
     if not holding:
         return snap
     width = snap.free.shape[1]
-    held = np.zeros_like(snap.free)
-    for res in holding:
-        for node, vec in res.held.items():
-            row = cache.row_of(node)
-            if row is not None:
-                held[row] += cache.index.fit(vec)[:width]
+    held = held_by_row((res.held for res in holding), cache, snap.free.shape)
     own: Free | None = None
     for pod, node in kept:
         row = cache.row_of(node)
@@ -545,17 +541,23 @@ def held_share(holds: Iterable[Mapping[str, Free]], cache: ClusterCache) -> floa
     the holds ahead of it, so holds stacked on a node follow one another in time. Summing them
     counted the same GPUs once per gang queued for them — a queue of small gangs seemed to
     hold most of the cluster and refused the big gang behind them its reservation."""
-    width = cache.allocatable.shape[1]
-    per_row: dict[int, Free] = {}
-    for held in holds:
-        for node, vec in held.items():
-            row = cache.row_of(node)
-            if row is not None:
-                add = cache.index.fit(vec)[:width]
-                per_row[row] = per_row[row] + add if row in per_row else add.copy()
-    total = np.zeros(width, dtype=np.int64)
-    for row, vec in per_row.items():
-        total += np.minimum(vec, cache.allocatable[row])
+    held = held_by_row(holds, cache, cache.allocatable.shape)
+    total = np.minimum(held, cache.allocatable).sum(axis=0)
     capacity = cache.allocatable[cache.valid].sum(axis=0)
     positive = capacity > 0
     return float(np.max(total[positive] / capacity[positive], initial=0.0))
+
+
+def held_by_row(
+    holds: Iterable[Mapping[str, Free]], cache: ClusterCache, shape: tuple[int, ...]
+) -> Free:
+    """The holds summed per node row (a ``shape`` matrix: rows x resources); holds on nodes
+    gone since are left out."""
+    width = shape[1]
+    held = np.zeros(shape, dtype=np.int64)
+    for hold in holds:
+        for node, vec in hold.items():
+            row = cache.row_of(node)
+            if row is not None:
+                held[row] += cache.index.fit(vec)[:width]
+    return held
