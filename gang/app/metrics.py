@@ -104,6 +104,11 @@ class SchedulerCollector(Collector):
         outcomes.add_metric(["yielded"], book.yielded)
         yield outcomes
         yield CounterMetricFamily(
+            "gang_reservations_moved",
+            "Reservations whose start slipped and that moved to nodes freeing sooner",
+            value=book.moved,
+        )
+        yield CounterMetricFamily(
             "gang_backfills",
             "Gangs placed on capacity held for a reservation (their run time ends before it)",
             value=book.backfills,

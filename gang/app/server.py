@@ -84,6 +84,8 @@ def _reservation(res: Reservation | None) -> dict[str, Any] | None:
         "nodes": res.nodes,
         "expected_start": round(res.start, 3),
         "starts_in_seconds": round(res.start - now, 1),
+        "planned_start": round(res.planned, 3),
+        "moves": res.moves,
         "waiting_for_pods": res.waiting_for,
         "made": round(res.made, 3),
         "expires_in_seconds": round(res.expires - now, 1),

@@ -52,13 +52,17 @@ from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.preemption import Plan, Request
 from gang.scheduling.reservation import (
+    MOVE_CHECK_SECONDS,
     NoReservation,
     ReservationPlanner,
+    ReservePlan,
     apply_holds,
     avoiding,
     declared_run,
     held_share,
     refreshed_start,
+    slip_margin,
+    slipped,
 )
 from gang.scheduling.tracker import ClusterState
 from gang.scheduling.trials import Free, Trials
@@ -513,6 +517,8 @@ class Cycle:
             refreshed = refreshed_start(own, cache, now, book.ahead_of(gang.key, own.sort_key))
             if refreshed is not None:
                 own.start, own.waiting_for = refreshed
+                if slipped(own, now):
+                    self._move_if_sooner(gang, own, placer, pods, need, anchors)
                 self.state.reporter.gang_changed(gang)
                 return _append(message, _holding_note(own))
             self._drop_reservation(gang)  # its nodes can no longer hold it: plan again
@@ -523,32 +529,14 @@ class Cycle:
         if memo is not None and memo[:2] == (cache.version, book.version) and now < memo[2]:
             return message  # refused moments ago, and nothing it depends on has moved
         sort_key = self.state.queue_sort.sort_key(gang)
-
-        def measure(holds: Iterable[Mapping[str, Free]]) -> float:
-            return held_share(holds, cache)
-
-        refusal = book.room_for(sort_key, measure)
+        refusal = book.room_for(sort_key, self._measure)
         if refusal is not None:
             return self._not_reserved(gang, message, refusal)
-        # a reservation plans through every hold ahead of it, backfillable or not
-        ahead = book.ahead_of(gang.key, sort_key)
-        saved, self._holding = self._holding, ahead
-        try:
-            snap = self._snapshot(gang)
-        finally:
-            self._holding = saved
-        trials = Trials(snap, pods, need, anchors, placer, cache.index)
-        plan = ReservationPlanner(trials, cache, gang.members, now, ahead).plan()
-        if isinstance(plan, NoReservation):
-            return self._not_reserved(gang, message, plan.why, planned=True)
-        admitted = book.admit(gang.key, sort_key, plan.held, measure)
-        if isinstance(admitted, str):
-            return self._not_reserved(gang, message, admitted, planned=True)
-        for res in admitted:
-            other = self.state.gangs.get(res.gang)
-            if other is not None:
-                self._drop_reservation(other, f"gave way to {gang.key}, ahead of it in the queue")
-                book.yielded += 1
+        planned = self._plan_reservation(gang, placer, pods, need, anchors, sort_key)
+        if isinstance(planned, str):
+            return self._not_reserved(gang, message, planned, planned=True)
+        plan, yielding = planned
+        self._give_way(gang, yielding)
         reservation = Reservation(
             gang.key,
             sort_key,
@@ -557,7 +545,7 @@ class Cycle:
             now,
             now + self.config.max_reservation_seconds,
             plan.waiting_for,
-            measure([plan.held]),
+            self._measure([plan.held]),
             declared_run(gang.members.values()),
         )
         reservation.timer = self._loop.call_later(
@@ -566,10 +554,77 @@ class Cycle:
         book.add(gang, reservation)
         gang.reservation_refused = None
         note = _holding_note(reservation)
-        log.info("gang %s: %s", gang.key, note)
+        log.info("gang %s: %s, expected to start in %.1fs", gang.key, note, plan.start - now)
         self._tell(gang, "Normal", "Reserved", f"gang {gang.key}: {note}")
         self.state.reporter.gang_changed(gang)
         return _append(message, note)
+
+    def _measure(self, holds: Iterable[Mapping[str, Free]]) -> float:
+        """The share of the cluster ``holds`` take together (the book's bound)."""
+        return held_share(holds, self.state.cache)
+
+    def _plan_reservation(
+        self,
+        gang: Gang,
+        placer: Placer,
+        pods: list[PodInfo],
+        need: int,
+        anchors: list[str],
+        sort_key: tuple[object, ...],
+    ) -> tuple[ReservePlan, list[Reservation]] | str:
+        """Choose the nodes to hold for ``gang`` and admit them to the book: the plan and the
+        reservations behind it that must give way, or why there is none. A reservation plans
+        through every hold ahead of it, backfillable or not."""
+        book, cache = self.state.reservations, self.state.cache
+        ahead = book.ahead_of(gang.key, sort_key)
+        saved, self._holding = self._holding, ahead
+        try:
+            snap = self._snapshot(gang)
+        finally:
+            self._holding = saved
+        trials = Trials(snap, pods, need, anchors, placer, cache.index)
+        plan = ReservationPlanner(trials, cache, gang.members, self._now, ahead).plan()
+        if isinstance(plan, NoReservation):
+            return plan.why
+        admitted = book.admit(gang.key, sort_key, plan.held, self._measure)
+        return admitted if isinstance(admitted, str) else (plan, admitted)
+
+    def _give_way(self, gang: Gang, yielding: Sequence[Reservation]) -> None:
+        """Drop the reservations behind ``gang`` that its own displaces (the book's bounds)."""
+        for res in yielding:
+            other = self.state.gangs.get(res.gang)
+            if other is not None:
+                self._drop_reservation(other, f"gave way to {gang.key}, ahead of it in the queue")
+                self.state.reservations.yielded += 1
+
+    def _move_if_sooner(
+        self,
+        gang: Gang,
+        own: Reservation,
+        placer: Placer,
+        pods: list[PodInfo],
+        need: int,
+        anchors: list[str],
+    ) -> None:
+        """The reservation has slipped (:func:`slipped`): choose its nodes afresh, as if it
+        were made now, and move it there if they free sooner by more than its margin."""
+        now = self._now
+        own.replan_after = now + MOVE_CHECK_SECONDS
+        # the planning never counts the gang's own hold: it is neither ahead of it nor behind
+        planned = self._plan_reservation(gang, placer, pods, need, anchors, own.sort_key)
+        if isinstance(planned, str) or planned[0].start > own.start - slip_margin(own):
+            return
+        plan, yielding = planned
+        self._give_way(gang, yielding)
+        before, moved = own.start, len(set(plan.held) - set(own.held))
+        self.state.reservations.move(own, plan, self._measure([plan.held]))
+        self.state.queue.activate_unschedulable()  # the nodes it left are free for others
+        message = (
+            f"reservation moved: {moved} of {len(plan.held)} node(s) chosen afresh, expected "
+            f"to start in {plan.start - now:.1f}s instead of {before - now:.1f}s"
+        )
+        log.info("gang %s: %s", gang.key, message)
+        self._tell(gang, "Normal", "ReservationMoved", f"gang {gang.key}: {message}")
 
     def _not_reserved(self, gang: Gang, message: str, why: str, planned: bool = False) -> str:
         """No reservation: the reason is kept for /debug (and explain), the failure message

@@ -115,6 +115,15 @@ class Reservation:
     timer: asyncio.TimerHandle | None = None
     #: recent backfill decisions into it (newest last)
     backfills: list[Backfill] = field(default_factory=list)
+    #: the expected start when its nodes were last chosen: a refreshed ``start`` well past it
+    #: is a slip, worth choosing its nodes afresh (``ReservationBook.move``)
+    planned: float = field(init=False)
+    #: epoch seconds before which its nodes are not chosen afresh; how often they were
+    replan_after: float = 0.0
+    moves: int = 0
+
+    def __post_init__(self) -> None:
+        self.planned = self.start
 
     @property
     def nodes(self) -> list[str]:

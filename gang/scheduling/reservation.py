@@ -56,6 +56,13 @@ MAX_TRIALS: Final = 24
 BACKFILLS_KEPT: Final = 16
 #: a hold ahead sorts after running pods ending at the same moment (priorities are int32)
 HOLD_PRIORITY: Final = 1 << 31
+#: a reservation has *slipped* when its refreshed start is later than planned by more than this
+#: many seconds or this share of the wait it was planned with, whichever is more; its nodes are
+#: then chosen afresh (at most every :data:`MOVE_CHECK_SECONDS`) and it moves if the new
+#: choice starts earlier by as much
+SLIP_SECONDS: Final = 1.0
+SLIP_SHARE: Final = 0.1
+MOVE_CHECK_SECONDS: Final = 3.0
 
 
 # --- estimates ----------------------------------------------------------------------------------
@@ -133,6 +140,27 @@ class Ending(NamedTuple):
     node: str
     vector: Free
     record: PodRecord | None
+
+
+def slip_margin(reservation: Reservation) -> float:
+    """Seconds of slip a reservation tolerates, and the gain a move must bring."""
+    return max(SLIP_SECONDS, SLIP_SHARE * (reservation.planned - reservation.made))
+
+
+def slipped(reservation: Reservation, now: float) -> bool:
+    """Whether the reservation's refreshed start has slipped past its plan by more than its
+    margin, and it is time to look for better nodes (see :data:`SLIP_SECONDS`).
+
+    Why: its nodes were chosen on estimates. A gang ahead of it in the queue that found no
+    other room lands on them (its own reservation, which the plan counted on, then frees
+    elsewhere), a pod runs past its estimate, a backfill is placed there: the nodes it holds
+    may now free later than others would. Holding them regardless makes the gang wait for
+    what a fresh choice avoids; Slurm's backfill plans every job afresh each cycle for the
+    same reason."""
+    return (
+        now >= reservation.replan_after
+        and reservation.start - reservation.planned > slip_margin(reservation)
+    )
 
 
 def hold_ends(reservation: Reservation, now: float) -> float:
@@ -333,6 +361,7 @@ class ReservationBook:
         self.made = 0
         self.expired = 0
         self.yielded = 0
+        self.moved = 0
         self.backfills = 0
         #: seconds from a reservation being made to its gang placing
         self.waits = DurationHistogram(FULL_GANG_BUCKETS)
@@ -419,6 +448,17 @@ class ReservationBook:
         self.by_gang[gang.key] = reservation
         gang.reservation = reservation
         self.made += 1
+        self.version += 1
+
+    def move(self, reservation: Reservation, plan: ReservePlan, share: float) -> None:
+        """The reservation holds ``plan``'s nodes from now on (made and expiry unchanged: a
+        move never extends how long a gang may hold capacity)."""
+        reservation.held = plan.held
+        reservation.start = reservation.planned = plan.start
+        reservation.waiting_for = plan.waiting_for
+        reservation.share = share
+        reservation.moves += 1
+        self.moved += 1
         self.version += 1
 
     def drop(self, gang: Gang) -> Reservation | None:

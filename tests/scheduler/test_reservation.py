@@ -290,6 +290,53 @@ async def test_a_gang_ahead_of_a_reservation_leaves_its_nodes_to_drain() -> None
         await api.assert_not_overcommitted()
 
 
+async def test_a_reservation_that_slipped_moves_to_nodes_freeing_sooner() -> None:
+    """n0 runs a 2-GPU pod for 3 s, n1 an 8-GPU pod for 5 s. The big gang (1 x 8 GPUs) reserves
+    n0, due in 3 s. An urgent gang (6 GPUs for a minute, higher priority: ahead of the big one)
+    finds no room but on n0 and lands there, so n0 now frees in a minute: the reservation has
+    slipped, and it moves to n1 (due in 5 s), where the big gang binds — not a minute later on
+    n0. The move is said (Event) and counted; its expiry stays where it was."""
+    async with cluster("2:gpu=8") as env:
+        api = env.api
+        await high_priority(env)
+        nodes = await prefill(env, [(2, 3.0), (8, 5.0)])
+        big = await gang_of(env, "big", 1, 8, run=5)
+
+        await eventually(reserved(env, "big"))
+        first = reservation_of(env, "big")
+        assert set(first.held) == {nodes[0]}
+        expires = first.expires
+        await api.create_podgroup(podgroup("urgent", 1, timeout=60))
+        await api.create_pods([timed_pod("urgent-0", "urgent", 6, 60, priority_class="high")])
+        await eventually(lambda: bound_all(env, ["urgent-0"]))
+        assert (await api.bound())["urgent-0"] == nodes[0]  # nowhere else for it
+
+        async def moved() -> bool:
+            res = reservation_of(env, "big")
+            return res is not None and set(res.held) == {nodes[1]}
+
+        await eventually(moved, within=5)
+        res = reservation_of(env, "big")
+        assert res is first and res.moves == 1 and res.expires == expires
+        assert env.scheduler.state.reservations.moved == 1
+        said = [e["message"] for e in await api.events() if e["reason"] == "ReservationMoved"]
+        assert said and "1 of 1 node(s) chosen afresh" in said[0]
+        shown = next(r for r in await _debug(env) if r["name"] == "big")["reservation"]
+        assert shown["nodes"] == [nodes[1]] and shown["moves"] == 1
+
+        async def condition_names_the_new_node() -> bool:
+            status = (await api.get_podgroup("big")).get("status") or {}
+            return any(
+                c["type"] == "Reserved" and c["status"] == "True" and nodes[1] in c["message"]
+                for c in status.get("conditions", [])
+            )
+
+        await eventually(condition_names_the_new_node)
+        await eventually(lambda: bound_all(env, big), within=10)
+        assert (await api.bound())["big-0"] == nodes[1]
+        await api.assert_not_overcommitted()
+
+
 async def test_an_impossible_gang_reserves_nothing_and_blocks_nobody() -> None:
     """An impossible 900-pod gang created first, then 40 gangs that fit: all 40 bind."""
     async with cluster("8:gpu=8") as env:

@@ -28,6 +28,8 @@ from gang.scheduling.reservation import (
     held_share,
     ready_time,
     refreshed_start,
+    slip_margin,
+    slipped,
 )
 from gang.scheduling.trials import Trials, usable
 from gang.state.cache import ClusterCache
@@ -306,6 +308,33 @@ def book_with(*reservations: Reservation, limit: int = 2, share: float = 0.5) ->
     for res in reservations:
         book.add(Gang(res.gang), res)
     return book
+
+
+def test_a_reservation_slips_past_its_margin_and_then_is_looked_at_once_per_interval() -> None:
+    res = reservation("a", 5, ["n0"], start=NOW + 60)  # made at NOW, planned to start in 60 s
+    assert res.planned == NOW + 60 and slip_margin(res) == 6.0  # a tenth of the planned wait
+    res.start = NOW + 66
+    assert not slipped(res, NOW + 1)  # within the margin
+    res.start = NOW + 66.5
+    assert slipped(res, NOW + 1)
+    res.replan_after = NOW + 4
+    assert not slipped(res, NOW + 3) and slipped(res, NOW + 4)
+    soon = reservation("b", 6, ["n1"], start=NOW + 2)
+    assert slip_margin(soon) == 1.0  # never less than a second
+    soon.start = NOW + 2.5
+    assert not slipped(soon, NOW + 0.5)
+
+
+def test_a_move_takes_the_new_nodes_and_start_but_keeps_the_expiry() -> None:
+    res = reservation("a", 5, ["n0", "n1"], start=NOW + 60)
+    book = book_with(res)
+    version = book.version
+    plan = ReservePlan({"n2": np.array([8]), "n3": np.array([8])}, NOW + 20, 3, 4)
+    book.move(res, plan, 0.25)
+    assert res.nodes == ["n2", "n3"] and res.start == res.planned == NOW + 20
+    assert (res.waiting_for, res.share, res.moves) == (3, 0.25, 1)
+    assert (res.made, res.expires) == (NOW, NOW + 600)
+    assert book.moved == 1 and book.version > version and book.held_nodes() == {"n2", "n3"}
 
 
 def test_holds_apply_only_to_gangs_behind_and_backfill_is_by_declared_end() -> None:
