@@ -137,6 +137,10 @@ class Cycle:
         pending = gang.pending()
         if not pending and not gang.short_of_quorum():
             return SCHEDULED
+        leaving = self._leaving(gang)
+        if leaving and gang.placed() - leaving < gang.min_member:
+            self._fail(gang, pending, _leaving_note(leaving))
+            return UNSCHEDULABLE
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
@@ -387,6 +391,14 @@ class Cycle:
             self.preemption_decisions.observe(time.perf_counter() - start)
             return self._start_preemption(gang, {p.key: p for p in pods}, outcome, message)
         return message
+
+    def _leaving(self, gang: Gang) -> int:
+        """The gang's bound members on their way out: terminating, marked for preemption, or
+        chosen by another gang's preemption whose marks are not written yet. They do not count
+        towards its quorum: completing a quorum around them binds members that end up a
+        partial gang once they are gone."""
+        claimed = self._claimed(gang)
+        return sum(1 for p in gang.bound() if p.deleting or p.preemption_marked or p.key in claimed)
 
     def _claimed(self, gang: Gang) -> frozenset[Key]:
         """Victims of the other gangs' preemptions still under way."""
@@ -849,6 +861,13 @@ class Cycle:
 def _append(message: str, preemption: str) -> str:
     """kube-scheduler's form: the Filter verdict, then what preemption said about it."""
     return f"{message} {preemption}" if message.endswith(".") else f"{message}; {preemption}"
+
+
+def _leaving_note(leaving: int) -> str:
+    return (
+        f"{leaving} bound member(s) of the gang are terminating (preempted or deleted): the "
+        "rest waits until they are gone, so that no quorum is completed around them"
+    )
 
 
 def _holding_note(reservation: Reservation) -> str:

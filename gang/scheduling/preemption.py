@@ -376,22 +376,25 @@ class Planner:
     # --- candidates -----------------------------------------------------------------------
 
     def _units(self) -> list[_Unit]:
-        """Lower-priority gangs with a bound member on a node the preemptor may use."""
+        """Lower-priority gangs with a bound member on a node the preemptor may use, and none
+        placed but not yet bound: evicting the bound members of a gang whose others are in
+        Permit or binding would leave it partial once they bind."""
         r = self.r
         own = r.gang.members
         groups: dict[VictimKey, _VictimGroup] = {}
+        placing: set[VictimKey] = set()
         for rec in r.cache.pods.values():
             info = rec.info
-            if (
-                rec.state is not PodState.BOUND
-                or info is None
-                or self._leaving(info)
-                or info.priority >= self.priority
-                or info.key in own
-            ):
+            if info is None or info.key in own:
                 continue
-            key = victim_key(info)
-            groups.setdefault(key, _VictimGroup()).records.append(rec)
+            if rec.state is not PodState.BOUND:
+                placing.add(victim_key(info))
+                continue
+            if self._leaving(info) or info.priority >= self.priority:
+                continue
+            groups.setdefault(victim_key(info), _VictimGroup()).records.append(rec)
+        for key in placing:
+            groups.pop(key, None)
         self._groups = groups
         useful = self.t.useful_rows()
         units: list[_Unit] = []

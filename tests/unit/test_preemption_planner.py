@@ -207,6 +207,22 @@ def test_terminating_pods_are_waited_for_rather_than_preempting_more() -> None:
     assert isinstance(outcome, str) and "not needed" in outcome
 
 
+def test_a_gang_with_members_placed_but_not_bound_is_no_victim() -> None:
+    """``placing`` has 8 members bound on n0 and 8 more reserved on n1 (in Permit, or binding):
+    evicting the bound half would leave it partial once the others bind, so it is no victim
+    while they are placed but not bound; once they are not, it goes whole."""
+    world = World(2)
+    world.gang("placing", 8, 10, ["n0"], min_member=16)
+    reserved = [pod(f"placing-{i}", "placing", 10) for i in range(8, 16)]
+    for p in reserved:
+        world.cache.assume(p, "n1")
+    assert not isinstance(world.plan(8, priority=100), Plan)
+    for p in reserved:
+        world.cache.forget(p.key)
+    world.gang("above", 8, 200, ["n1"])  # n1 full again, with nobody the preemptor may take
+    assert victims(world.plan(8, priority=100)) == {"placing": 8}
+
+
 # --- kube-scheduler's filterPodsWithPDBViolation, case by case ---------------------------------
 
 
