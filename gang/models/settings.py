@@ -123,7 +123,7 @@ class SchedulerConfig(BaseModel):
     reservations: bool = True
     #: at most this many reservations at a time, holding at most this share of the cluster
     #: (of its scarcest resource: a reservation counts the largest fraction it holds of any)
-    max_reservations: int = Field(default=8, ge=1, le=1000)
+    max_reservations: int = Field(default=32, ge=1, le=1000)
     reservation_max_share: float = Field(default=0.8, gt=0, le=1)
     #: a reservation whose gang has not placed within this long is dropped (and not renewed
     #: for as long again), so nothing blocks for ever

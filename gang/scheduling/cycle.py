@@ -627,6 +627,9 @@ class Cycle:
         if isinstance(planned, str) or planned[0].start > own.start - slip_margin(own):
             return
         plan, yielding = planned
+        if set(plan.held) == set(own.held):  # the same nodes again: only the estimates differ
+            own.planned = own.start
+            return
         self._give_way(gang, yielding)
         before, moved = own.start, len(set(plan.held) - set(own.held))
         self.state.reservations.move(own, plan, self._measure([plan.held]))

@@ -352,7 +352,7 @@ Measure = Callable[[Iterable[Mapping[str, Free]]], float]
 class ReservationBook:
     """The reservations in force, their bounds, and what they hold against whom."""
 
-    def __init__(self, limit: int = 8, share: float = 0.8) -> None:
+    def __init__(self, limit: int = 32, share: float = 0.8) -> None:
         self.limit = limit
         self.share = share
         #: gang → its reservation (see ``Reservation``'s invariant)
