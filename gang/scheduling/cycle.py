@@ -619,7 +619,11 @@ class Cycle:
         anchors: list[str],
     ) -> None:
         """The reservation has slipped (:func:`slipped`): choose its nodes afresh, as if it
-        were made now, and move it there if they free sooner by more than its margin."""
+        were made now, and move it there if they free sooner by more than its margin. The
+        same nodes may come back with an earlier start: the planner, which sees the pods
+        ahead in end order, is then taken over the refreshed estimate (measured: keeping
+        the later estimate let more backfill in, and the big gangs of the mixed stream
+        waited longer — 10 of 12 on target against 18 of 18)."""
         now = self._now
         own.replan_after = now + MOVE_CHECK_SECONDS
         # the planning never counts the gang's own hold: it is neither ahead of it nor behind
@@ -627,16 +631,13 @@ class Cycle:
         if isinstance(planned, str) or planned[0].start > own.start - slip_margin(own):
             return
         plan, yielding = planned
-        if set(plan.held) == set(own.held):  # the same nodes again: only the estimates differ
-            own.planned = own.start
-            return
         self._give_way(gang, yielding)
         before, moved = own.start, len(set(plan.held) - set(own.held))
         self.state.reservations.move(own, plan, self._measure([plan.held]))
         self.state.queue.activate_unschedulable()  # the nodes it left are free for others
         message = (
-            f"reservation moved: {moved} of {len(plan.held)} node(s) chosen afresh, expected "
-            f"to start in {plan.start - now:.1f}s instead of {before - now:.1f}s"
+            f"reservation moved: {moved} of {len(plan.held)} node(s) changed, expected to "
+            f"start in {plan.start - now:.1f}s instead of {before - now:.1f}s"
         )
         log.info("gang %s: %s", gang.key, message)
         self._tell(gang, "Normal", "ReservationMoved", f"gang {gang.key}: {message}")

@@ -15,6 +15,8 @@ the first plan's evictions from committing before the second plan is made.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from gang.bench.chaosplan import GangPlan, pod_manifests, podgroup_manifest
@@ -49,17 +51,26 @@ def _live(cluster: SimCluster, gang: str) -> int:
     )
 
 
+@asynccontextmanager
+async def _prioritised() -> AsyncIterator[SimCluster]:
+    """Two nodes of 4 GPUs, a kubelet whose pods take a second to terminate, and the priority
+    classes ``low`` (10) and ``high`` (1000)."""
+    kubelet = KubeletConfig(start_delay=0.05, termination_delay=1.0)
+    async with SimCluster("2:gpu=4", kubelet=kubelet) as cluster:
+        api = cluster.api
+        for name, value in ((LOW, 10), (HIGH, 1000)):
+            api.create(api.rt_priority, None, {"metadata": {"name": name}, "value": value})
+        yield cluster
+
+
 def _quiet(cluster: SimCluster) -> bool:
     pods = cluster.store.items(cluster.api.rt_pods.storage_key, NS)
     return not any(p["metadata"].get("deletionTimestamp") for p in pods)
 
 
 async def test_two_preemptors_never_take_an_elastic_victim_below_its_quorum() -> None:
-    kubelet = KubeletConfig(start_delay=0.05, termination_delay=1.0)
-    async with SimCluster("2:gpu=4", kubelet=kubelet) as cluster:
+    async with _prioritised() as cluster:
         api = cluster.api
-        for name, value in ((LOW, 10), (HIGH, 1000)):
-            api.create(api.rt_priority, None, {"metadata": {"name": name}, "value": value})
         podgroups = api.registry.by_key(PODGROUPS)
         # the elastic victim fills both nodes: 4 members on each, 4 of 8 may go
         low = GangPlan("elastic", 8, 4, 1, "1", LOW, 0.0, grace_seconds=1)
@@ -93,11 +104,8 @@ async def test_a_half_bound_victim_is_not_completed_around_the_members_being_evi
     members on the free node — a partial gang once the victims were gone. Its members now wait
     while members of theirs are leaving, and a gang whose members are in Permit or binding is
     never chosen as a victim."""
-    kubelet = KubeletConfig(start_delay=0.05, termination_delay=1.0)
-    async with SimCluster("2:gpu=4", kubelet=kubelet) as cluster:
+    async with _prioritised() as cluster:
         api = cluster.api
-        for name, value in ((LOW, 10), (HIGH, 1000)):
-            api.create(api.rt_priority, None, {"metadata": {"name": name}, "value": value})
         podgroups = api.registry.by_key(PODGROUPS)
         for group in _gang(cluster, GangPlan("half", 4, 4, 1, "1", LOW, 0.0, grace_seconds=1)):
             api.create(podgroups, NS, group)

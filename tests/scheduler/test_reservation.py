@@ -320,7 +320,7 @@ async def test_a_reservation_that_slipped_moves_to_nodes_freeing_sooner() -> Non
         assert res is first and res.moves == 1 and res.expires == expires
         assert env.scheduler.state.reservations.moved == 1
         said = [e["message"] for e in await api.events() if e["reason"] == "ReservationMoved"]
-        assert said and "1 of 1 node(s) chosen afresh" in said[0]
+        assert said and "1 of 1 node(s) changed" in said[0]
         shown = next(r for r in await _debug(env) if r["name"] == "big")["reservation"]
         assert shown["nodes"] == [nodes[1]] and shown["moves"] == 1
 
