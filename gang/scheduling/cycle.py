@@ -620,10 +620,9 @@ class Cycle:
     ) -> None:
         """The reservation has slipped (:func:`slipped`): choose its nodes afresh, as if it
         were made now, and move it there if they free sooner by more than its margin. The
-        same nodes may come back with an earlier start: the planner, which sees the pods
-        ahead in end order, is then taken over the refreshed estimate (measured: keeping
-        the later estimate let more backfill in, and the big gangs of the mixed stream
-        waited longer — 10 of 12 on target against 18 of 18)."""
+        same nodes may come back with an earlier start: the planner's estimate is then
+        taken over the refreshed one, which keeps the backfill into them to what ends by
+        the earlier start."""
         now = self._now
         own.replan_after = now + MOVE_CHECK_SECONDS
         # the planning never counts the gang's own hold: it is neither ahead of it nor behind

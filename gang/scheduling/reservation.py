@@ -21,6 +21,11 @@ bound, then with the real placement (every placement rule holds). The nodes that
 are held, each for the requests of the members planned on it; the expected start is when the
 last pod (or hold) the gang must wait for on them ends.
 
+Moves (:func:`slipped`, ``ReservationBook.move``): each time the gang is tried its start is
+refreshed from the pods and holds on its nodes now; once it has slipped past the planned start by
+more than its margin, the nodes are chosen afresh, and the reservation moves if they free sooner.
+Its expiry stays, so a move never lengthens a hold.
+
 Bounds (:class:`ReservationBook`): reservations are made in queue order, at most
 ``max_reservations`` at a time holding at most ``reservation_max_share`` of the cluster (of its
 scarcest resource, :func:`held_share`: holds stacked on one node count up to the node, as they
