@@ -50,7 +50,7 @@ from gang.scheduling.framework import (
 from gang.scheduling.gang import Gang, Preempting, Reservation
 from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
-from gang.scheduling.preemption import Plan, Request
+from gang.scheduling.preemption import Plan, Request, leaving
 from gang.scheduling.reservation import (
     MOVE_CHECK_SECONDS,
     NoReservation,
@@ -137,9 +137,9 @@ class Cycle:
         pending = gang.pending()
         if not pending and not gang.short_of_quorum():
             return SCHEDULED
-        leaving = self._leaving(gang)
-        if leaving and gang.placed() - leaving < gang.min_member:
-            self._fail(gang, pending, _leaving_note(leaving))
+        going = self._leaving(gang)
+        if going and gang.placed() - going < gang.min_member:
+            self._fail(gang, pending, _leaving_note(going))
             return UNSCHEDULABLE
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
@@ -393,12 +393,11 @@ class Cycle:
         return message
 
     def _leaving(self, gang: Gang) -> int:
-        """The gang's bound members on their way out: terminating, marked for preemption, or
-        chosen by another gang's preemption whose marks are not written yet. They do not count
-        towards its quorum: completing a quorum around them binds members that end up a
-        partial gang once they are gone."""
+        """How many of the gang's bound members are on their way out (:func:`leaving`). They do
+        not count towards its quorum: completing a quorum around them binds members that end
+        up a partial gang once they are gone."""
         claimed = self._claimed(gang)
-        return sum(1 for p in gang.bound() if p.deleting or p.preemption_marked or p.key in claimed)
+        return sum(1 for p in gang.bound() if leaving(p, claimed))
 
     def _claimed(self, gang: Gang) -> frozenset[Key]:
         """Victims of the other gangs' preemptions still under way."""

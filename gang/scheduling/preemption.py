@@ -31,7 +31,7 @@ for the preemptor) and the binding side evicts (``gang.binding.evictor``).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -67,6 +67,12 @@ def quorum(key: VictimKey, running: int, podgroups: Mapping[Key, Any]) -> int:
     if getattr(group, "disrupt_single", False):
         return 0  # native ``disruptionMode: Pod``: its pods may be preempted one by one
     return min(running, int(group.min_member))
+
+
+def leaving(pod: PodInfo, claimed: Collection[Key]) -> bool:
+    """Going already: terminating, or claimed by a preemption under way (marked in the API, or
+    in ``claimed``: chosen by a plan whose marks are not written yet)."""
+    return pod.deleting or pod.preemption_marked or pod.key in claimed
 
 
 def is_accelerator(resource: str) -> bool:
@@ -424,11 +430,9 @@ class Planner:
         return units
 
     def _leaving(self, info: PodInfo) -> bool:
-        """Going already: terminating, or claimed by a preemption under way (marked in the API,
-        or chosen by a plan whose marks are not written yet). Counted as free room, never as a
-        victim again, so two preemptions cannot each take a gang's "extras" and together leave
-        it below its quorum."""
-        return info.deleting or info.preemption_marked or info.key in self.r.claimed
+        """Counted as free room, never as a victim again (:func:`leaving`), so two preemptions
+        cannot each take a gang's "extras" and together leave it below its quorum."""
+        return leaving(info, self.r.claimed)
 
     def _price(self, unit: _Unit, violations: int) -> None:
         """The unit's sort key, cheapest first: budget-keeping, fewest pods, fewest
