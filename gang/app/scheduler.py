@@ -21,6 +21,7 @@ from gang.app.profiles import build_profiles
 from gang.binding.adaptive import bind_limit
 from gang.binding.binder import Binder
 from gang.binding.evictor import Evictor
+from gang.binding.queuestatus import QueueStatusWriter
 from gang.binding.reporter import KubeReporter
 from gang.kube.informer import Informer
 from gang.kube.ratelimit import TokenBucket
@@ -41,6 +42,7 @@ from gang.kube.transport import (
     Kube,
 )
 from gang.models.groupapis import COSCHEDULING, GROUP_APIS, NATIVE, WORKLOAD, GroupApi
+from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import SchedulerConfig
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
@@ -118,6 +120,9 @@ class GangScheduler:
         )
         self.reporter.yield_to = self.binder.slots.no_backlog
         self.evictor = Evictor(self.kube, self.state, names[0])
+        self.queue_status = QueueStatusWriter(
+            self.kube, self.state.ledger, self.reporter, pending=self._pending_by_queue
+        )
         self.cycle = Cycle(
             self.state,
             self.profiles,
@@ -180,6 +185,32 @@ class GangScheduler:
             )
             self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
 
+    async def _watch_queue_apis(self) -> None:
+        """Discovery: watch each queue API the server serves (Volcano and KAI Queues,
+        ElasticQuotas). A gang naming a queue of an API not served waits, saying so."""
+        cfg = self.config
+        for api in QUEUE_APIS:
+            if not await self.kube.serves(api.group, api.version, api.plural):
+                continue
+            log.info("watching %s.%s %s", api.plural, api.group, api.version)
+            self.state.queue_tree.served.add(api.name)
+            informer = Informer(
+                self.kube,
+                Kind(f"{api.plural}.{api.group}", api.group, api.version, api.plural),
+                self.state.queue_objects[api.name],
+                resync_period=cfg.resync_period_seconds,
+                watch_timeout=cfg.watch_timeout_seconds,
+            )
+            self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
+
+    def _pending_by_queue(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for gang in self.state.gangs.values():
+            queue = gang.membership.queue
+            if queue is not None and gang.pending():
+                out[queue] = out.get(queue, 0) + 1
+        return out
+
     async def run(self) -> None:
         """Run until cancelled (or until a task fails, which is raised)."""
         if self._started:
@@ -187,12 +218,14 @@ class GangScheduler:
         self._started = True
         self._build()
         await self._watch_group_apis()
+        await self._watch_queue_apis()
         try:
             async with asyncio.TaskGroup() as tasks:
                 for informer in self.informers:
                     tasks.create_task(informer.run(), name=f"informer {informer.kind.name}")
                 tasks.create_task(self.reporter.run_events(), name="events")
                 tasks.create_task(self.reporter.run_status(), name="podgroup status")
+                tasks.create_task(self.queue_status.run(), name="queue status")
                 tasks.create_task(self._schedule_loop(), name="scheduling loop")
         finally:
             await asyncio.shield(self._settle())

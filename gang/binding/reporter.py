@@ -26,6 +26,7 @@ from gang.models.groupapis import API_BY_NAME
 from gang.models.podgroup import (
     PodGroupInfo,
 )
+from gang.models.queueapis import QUEUE_API_BY_NAME, QueueSpec
 from gang.scheduling.gang import Gang
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,17 @@ class KubeReporter:
             reason,
             message,
         )
+
+    def queue_event(self, queue: QueueSpec, kind: str, reason: str, message: str) -> None:
+        """An Event on a queue object (a cluster-scoped one's go to ``default``, as the API
+        server's own do)."""
+        api = QUEUE_API_BY_NAME[queue.api]
+        namespace = queue.object_namespace or "default"
+        involved = {"kind": api.kind, "apiVersion": f"{api.group}/{api.version}"}
+        involved |= {"name": queue.object_name, "uid": queue.uid}
+        if queue.object_namespace:
+            involved["namespace"] = queue.object_namespace
+        self._enqueue(namespace, involved, kind, reason, message)
 
     def gang_changed(self, gang: Gang) -> None:
         if gang.single or gang.podgroup is None:

@@ -340,19 +340,26 @@ class Kube:
         self, kind: Kind, namespace: str, name: str, status: Obj, subresource: bool = True
     ) -> None:
         """A JSON merge patch of a custom object's status: through its ``status`` subresource,
-        or (a CRD without one, like Volcano's) of the object itself."""
-        patch = (
-            self.custom.patch_namespaced_custom_object_status
-            if subresource
-            else self.custom.patch_namespaced_custom_object
-        )
+        or (a CRD without one, like Volcano's PodGroup) of the object itself. ``namespace`` ""
+        names a cluster-scoped object (Volcano and KAI Queues)."""
+        custom = self.custom
+        if namespace:
+            patch = (
+                custom.patch_namespaced_custom_object_status
+                if subresource
+                else custom.patch_namespaced_custom_object
+            )
+            where: tuple[str, ...] = (kind.group, kind.version, namespace, kind.plural, name)
+        else:
+            patch = (
+                custom.patch_cluster_custom_object_status
+                if subresource
+                else custom.patch_cluster_custom_object
+            )
+            where = (kind.group, kind.version, kind.plural, name)
         await self.request(
             lambda: patch(
-                kind.group,
-                kind.version,
-                namespace,
-                kind.plural,
-                name,
+                *where,
                 {"status": status},
                 _content_type=MERGE_PATCH,
                 _preload_content=False,

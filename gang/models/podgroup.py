@@ -86,11 +86,13 @@ class PodGroupInfo:
     #: the group's own priority (native ``spec.priority``): the gang's, when set
     priority: int | None = None
     priority_class_name: str = ""
-    #: Volcano: the queue it names (shown, not yet enforced) and per-task minimums
+    #: Volcano: the queue it names (``spec.queue``) and per-task minimums
     queue: str = ""
     min_task_member: Mapping[str, int] = field(default_factory=dict)
     #: its pods may be preempted one by one (native ``disruptionMode: Pod`` / ``single``)
     disrupt_single: bool = False
+    #: the object's labels (a KAI queue label names the gang's queue, whatever its API)
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -171,7 +173,14 @@ def podgroup_base(raw: Mapping[str, Any]) -> PodGroupInfo:
         resource_version=rv,
         creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
         status=_status(raw.get("status")),
+        labels=_labels(meta.get("labels")),
     )
+
+
+def _labels(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:

@@ -8,6 +8,11 @@ Three places a gang can be, as in kube-scheduler's scheduling queue, but per gan
   (``activate_unschedulable``) — and at the latest after ``flush_after``, as a safety net.
 
 A gang is in at most one place at a time. ``pop`` waits while nothing is active.
+
+Queues (``gang.queue.tree``): each active gang waits in the heap of its queue. ``pop`` takes
+the head of the queue that ``rank`` puts first — the queue furthest below its fair share — and
+inside a queue the QueueSort order holds as before. With one queue in use (every gang in
+``default``) nothing is ranked and the order is exactly QueueSort's.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
+
+from gang.models.queueapis import DEFAULT_QUEUE
 
 GangKey = Hashable
 SortKey = tuple[Any, ...]
@@ -31,6 +38,8 @@ class _Entry:
     attempts: int = 0
     where: str = ""  # "active" | "backoff" | "unschedulable" | "" (popped, being scheduled)
     timer: asyncio.TimerHandle | None = None
+    #: the queue (``gang.queue.tree``) whose heap holds it while active
+    queue: str = DEFAULT_QUEUE
 
 
 class GangQueue:
@@ -40,12 +49,17 @@ class GangQueue:
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
         flush_after: float = 60.0,
+        rank: Callable[[str], Any] | None = None,
     ) -> None:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.flush_after = flush_after
         self._entries: dict[GangKey, _Entry] = {}
-        self._heap: list[tuple[SortKey, int, GangKey]] = []
+        #: per queue, active gangs by QueueSort key; an item whose seq is not its entry's is
+        #: stale (the entry was pushed again, or moved to another queue) and skipped
+        self._heaps: dict[str, list[tuple[SortKey, int, GangKey]]] = {}
+        #: which of several queues with active gangs goes first (lowest first); None: by name
+        self.rank = rank
         self._seq = itertools.count()
         self._ready = asyncio.Event()
         self._loop = asyncio.get_running_loop()
@@ -68,15 +82,16 @@ class GangQueue:
             out[entry.where or "in_flight"] += 1
         return out
 
-    def add(self, key: GangKey, sort_key: SortKey) -> None:
+    def add(self, key: GangKey, sort_key: SortKey, queue: str = DEFAULT_QUEUE) -> None:
         """A gang has work (new or changed members): make it active unless it is backing off."""
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry(sort_key)
+            entry = self._entries[key] = _Entry(sort_key, queue=queue)
             self._push(key, entry)
             return
-        changed = entry.sort_key != sort_key
+        changed = entry.sort_key != sort_key or entry.queue != queue
         entry.sort_key = sort_key
+        entry.queue = queue
         if entry.where == "unschedulable" or (entry.where == "active" and changed):
             self._push(key, entry)
         # active with a new key: pushed again (pop skips the stale item); backoff: waits;
@@ -91,14 +106,45 @@ class GangQueue:
 
     async def pop(self) -> GangKey:
         while True:
-            while self._heap:
-                _, seq, key = heapq.heappop(self._heap)
-                entry = self._entries.get(key)
-                if entry is not None and entry.where == "active" and entry.seq == seq:
-                    entry.where = ""
-                    return key
+            heads = self._heads()
+            if heads:
+                queue = heads[0] if len(heads) == 1 else self._first(heads)
+                _, _, key = heapq.heappop(self._heaps[queue])
+                self._entries[key].where = ""
+                return key
             self._ready.clear()
             await self._ready.wait()
+
+    def _heads(self) -> list[str]:
+        """The queues with an active gang, each heap's stale items dropped from its top."""
+        out = []
+        for queue, heap in list(self._heaps.items()):
+            while heap:
+                _, seq, key = heap[0]
+                entry = self._entries.get(key)
+                if entry is not None and entry.where == "active" and entry.seq == seq:
+                    break
+                heapq.heappop(heap)
+            if heap:
+                out.append(queue)
+            else:
+                del self._heaps[queue]
+        return out
+
+    def _first(self, queues: list[str]) -> str:
+        """Of several queues with active gangs, the one ``rank`` puts first; ties (and no rank)
+        go to the better head gang by QueueSort, then the queue's name."""
+        rank = self.rank
+
+        def order(queue: str) -> tuple[Any, ...]:
+            head = self._heaps[queue][0][0]
+            return (rank(queue) if rank is not None else 0, head, queue)
+
+        return min(queues, key=order)
+
+    def active_queues(self) -> list[str]:
+        """The queues with an active gang (for /debug)."""
+        return self._heads()
 
     def done(self, key: GangKey, outcome: str) -> None:
         """After a cycle: ``"scheduled"`` forgets the gang (until ``add``), ``"unschedulable"``
@@ -161,7 +207,8 @@ class GangQueue:
             entry.timer = None
         entry.where = "active"
         entry.seq = next(self._seq)
-        heapq.heappush(self._heap, (entry.sort_key, entry.seq, key))
+        heap = self._heaps.setdefault(entry.queue, [])
+        heapq.heappush(heap, (entry.sort_key, entry.seq, key))
         self._ready.set()
 
     def _park(self, key: GangKey, entry: _Entry, where: str, delay: float) -> None:

@@ -183,6 +183,9 @@ class Cycle:
             template = max(shapes, key=lambda p: p.creation_timestamp)
             pods += [gang.placeholder(template, i) for i in range(required - len(pending))]
             need = len(pods)
+        refusal = self.state.ledger.admit(gang, pods)
+        if refusal is not None:  # its queue is unusable or at its limit: no capacity helps
+            return refusal
         self.state.register_vectors(pods)
         snap = self._snapshot(gang)
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
@@ -219,6 +222,9 @@ class Cycle:
             if never is not None:  # no victim or finishing pod can help: an impossible gang
                 return never  # blocks nobody (no preemption, no reservation)
             message = self._describe_failure(gang, result)
+            standing = self.state.ledger.waiting_note(gang)
+            if standing is not None:
+                message = _append(message, standing)
             for post in profile.post_filters:
                 message = (
                     call(post, "PostFilter", budget, post.post_filter, gang, snap, message)
@@ -377,6 +383,7 @@ class Cycle:
             self.state.cache,
             self.state.podgroups,
             self._claimed(gang),
+            lambda pod: self.state.ledger.may_evict(gang, pod),
         )
         for plugin in profile.preemptions:
             start = time.perf_counter()
@@ -483,7 +490,7 @@ class Cycle:
             self._holding, self._backfill, self._run = [], [], None
             return
         self._run = declared_run(pending) if pending else None
-        sort_key = self.state.queue_sort.sort_key(gang)
+        sort_key = self._reservation_order(gang)
         self._holding, self._backfill = book.against(gang, sort_key, self._run, self._now)
 
     def _placed_with_reservations(self, gang: Gang, placement: Placement) -> None:
@@ -524,6 +531,9 @@ class Cycle:
             return message
         book, cache, now = self.state.reservations, self.state.cache, self._now
         own = gang.reservation
+        if own is not None and self.state.ledger.borrowing(gang) is not None:
+            self._drop_reservation(gang, "its queue is at or above its fair share now")
+            own = None
         if own is not None:
             refreshed = refreshed_start(own, cache, now, book.ahead_of(gang.key, own.sort_key))
             if refreshed is not None:
@@ -536,10 +546,13 @@ class Cycle:
             log.info("gang %s: reservation dropped: its nodes can no longer hold it", gang.key)
         if now < gang.reserve_after:
             return self._not_reserved(gang, message, str(gang.reservation_expired))
+        borrowing = self.state.ledger.borrowing(gang)
+        if borrowing is not None:
+            return self._not_reserved(gang, message, borrowing)
         memo = gang.reservation_memo
         if memo is not None and memo[:2] == (cache.version, book.version) and now < memo[2]:
             return message  # refused moments ago, and nothing it depends on has moved
-        sort_key = self.state.queue_sort.sort_key(gang)
+        sort_key = self._reservation_order(gang)
         refusal = book.room_for(sort_key, self._measure)
         if refusal is not None:
             return self._not_reserved(gang, message, refusal)
@@ -569,6 +582,13 @@ class Cycle:
         self._tell(gang, "Normal", "Reserved", f"gang {gang.key}: {note}")
         self.state.reporter.gang_changed(gang)
         return _append(message, note)
+
+    def _reservation_order(self, gang: Gang) -> tuple[object, ...]:
+        """Reservations follow the queues' order: a gang of a queue below its fair share is
+        ahead of every gang of a queue at or above it (whose gangs only borrow, and reserve
+        nothing), then QueueSort's order."""
+        tier = 0 if self.state.ledger.borrowing(gang) is None else 1
+        return (tier, *self.state.queue_sort.sort_key(gang))
 
     def _measure(self, holds: Iterable[Mapping[str, Free]]) -> float:
         """The share of the cluster ``holds`` take together (the book's bound)."""

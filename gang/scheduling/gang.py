@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gang.models.podgroup import PodGroupInfo
+from gang.models.queueapis import DEFAULT_QUEUE
+from gang.queue.tree import Membership
 from gang.state.podinfo import PodInfo
 
 if TYPE_CHECKING:
@@ -187,6 +189,8 @@ class Gang:
     never_memo: tuple[int, int, tuple[Key, ...]] | None = None
     #: the last cycle's placement failure, structured (for explain); None after a placement
     last_unplaceable: Unplaceable | None = None
+    #: the queue it is in, or why its queue cannot serve it (kept by ``QueueLedger.place``)
+    membership: Membership = field(default_factory=lambda: Membership(DEFAULT_QUEUE))
 
     @property
     def priority(self) -> int:

@@ -143,6 +143,9 @@ class Request:
     podgroups: Mapping[Key, Any]
     #: victim pods of the preemptions under way (other gangs' plans)
     claimed: frozenset[Key] = frozenset()
+    #: whether a running pod may be this gang's victim at all (queues: only its own queue's,
+    #: or a queue's above its fair share)
+    may_evict: Callable[[PodInfo], bool] = lambda pod: True
 
 
 @dataclass(slots=True)
@@ -396,7 +399,7 @@ class Planner:
             if rec.state is not PodState.BOUND:
                 placing.add(victim_key(info))
                 continue
-            if self._leaving(info) or info.priority >= self.priority:
+            if self._leaving(info) or info.priority >= self.priority or not r.may_evict(info):
                 continue
             groups.setdefault(victim_key(info), _VictimGroup()).records.append(rec)
         for key in placing:

@@ -25,10 +25,13 @@ from typing import Any, Protocol
 
 from gang.models.groupapis import GROUP_APIS, WORKLOAD, GroupApi, for_replica
 from gang.models.podgroup import PodGroupInfo
+from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, QueueApi, QueueSpec
 from gang.queue.gangqueue import GangQueue
+from gang.queue.tree import QueueTree
 from gang.scheduling.framework import PluginError, QueueSortPlugin, StaticFilterPlugin, call
 from gang.scheduling.gang import Gang, GangKey, gang_key_of
 from gang.scheduling.plugins import PrioritySort, default_filters
+from gang.scheduling.queues import QueueLedger
 from gang.scheduling.reservation import ReservationBook
 from gang.state.cache import ClusterCache
 from gang.state.nodefacts import NodeFacts
@@ -82,6 +85,10 @@ class ClusterState:
         #: the static Filter plugins serving a gang (the cycle installs its profiles' own)
         self.filters_for: Callable[[Gang], Sequence[StaticFilterPlugin]] = lambda gang: defaults
         self.gangs: dict[GangKey, Gang] = {}
+        #: the queues (Volcano, KAI, ElasticQuota objects) and each gang's place among them
+        self.queue_tree = QueueTree()
+        self.ledger = QueueLedger(self.queue_tree, cache, self.gangs)
+        queue.rank = self._rank
         #: gangs holding capacity nominated by a preemption (see ``Gang.nominated``)
         self.nominating: set[GangKey] = set()
         #: capacity held for gangs that fit the cluster but not now (limits set by the cycle)
@@ -95,6 +102,8 @@ class ClusterState:
         self.nodes = _Handler(self._upsert_node, self._delete_node)
         #: per gang API (``gang.models.groupapis``): its objects, read as pod groups
         self.groups = {api.name: self._group_handler(api) for api in GROUP_APIS}
+        #: per queue API (``gang.models.queueapis``): its objects, read as queues
+        self.queue_objects = {api.name: self._queue_handler(api) for api in QUEUE_APIS}
         #: the pod groups each watched object described (a 1.35 Workload describes several)
         self._described: dict[tuple[str, str, str], list[Key]] = {}
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
@@ -166,12 +175,16 @@ class ClusterState:
         if old_key is not None and old_key != key:
             self._leave_gang(info.key, old_key, "its pod-group label changed")
         gang = self.gangs.get(key)
+        joined = gang is None
         if gang is None:
             podgroup = (
                 for_replica(self.podgroups, (key.namespace, key.group)) if key.group else None
             )
             gang = self.gangs[key] = Gang(key, podgroup, scheduler_name=info.scheduler_name)
+        previous = gang.members.get(info.key)
         gang.members[info.key] = info
+        if joined or _queue_label(info) != (_queue_label(previous) if previous else None):
+            self.ledger.place(gang)
         self._gang_of[info.key] = key
         if info.declared_run_error and not info.assigned:
             self._report_hint(info)
@@ -245,6 +258,7 @@ class ClusterState:
         if not gang.members:
             self.drop_gang(gang)
         else:
+            self.ledger.place(gang)  # the member that left may have named its queue
             self.reporter.gang_changed(gang)
 
     def _unreserve_member(self, gang: Gang, pod: Key) -> None:
@@ -283,6 +297,7 @@ class ClusterState:
         if self.reservations.drop(gang) is not None:
             self.queue.activate_unschedulable()
         self.gangs.pop(gang.key, None)
+        self.ledger.forget(gang)
         self.queue.remove(gang.key)
 
     # --- nodes ---------------------------------------------------------------------------
@@ -440,6 +455,7 @@ class ClusterState:
             return
         quorum = gang.min_member
         gang.podgroup = info
+        self.ledger.place(gang)
         if (gang.reserved or gang.placeholders) and previous is not None:
             if info.error is not None and previous.error is None:
                 self.on_disruption(gang, f"its PodGroup became invalid: {info.error}")
@@ -459,17 +475,52 @@ class ClusterState:
             if gang.reserved or gang.placeholders:
                 self.on_disruption(gang, "its PodGroup was deleted")
 
+    # --- queues ---------------------------------------------------------------------------
+
+    def _queue_handler(self, api: QueueApi) -> _Handler:
+        def upsert(raw: Obj) -> None:
+            self._queue_changed(api.parse(raw), None)
+
+        def delete(key: Key, raw: Obj | None) -> None:
+            self._queue_changed(None, api.key(key[0] if api.namespaced else key[1]))
+
+        return _Handler(upsert, delete)
+
+    def _queue_changed(self, spec: QueueSpec | None, removed: str | None) -> None:
+        """A queue appeared, changed or went: every gang's queue is decided again (a parent
+        may have become valid, a queue its gangs named may exist now), the shares follow, and
+        parked gangs get another look (a limit may have been raised)."""
+        changed = self.queue_tree.upsert(spec) if spec is not None else False
+        if removed is not None:
+            changed = self.queue_tree.remove(removed) or changed
+        if not changed:
+            return
+        for gang in self.ledger.replace_all():
+            if gang.pending():
+                self.enqueue(gang)
+                self.queue.activate(gang.key)
+        self.queue.activate_unschedulable()
+
+    def _rank(self, queue: str) -> float:
+        """GangQueue's order among queues: the one furthest below its fair share first."""
+        return self.ledger.standing(queue)
+
     # --- helpers for the cycle -------------------------------------------------------------
 
     def enqueue(self, gang: Gang) -> None:
-        """Offer the gang to the queue under its current QueueSort key."""
-        self.queue.add(gang.key, self.queue_sort.sort_key(gang))
+        """Offer the gang to the queue under its current QueueSort key, in its queue's heap."""
+        self.ledger.touch()
+        self.queue.add(gang.key, self.queue_sort.sort_key(gang), gang.membership.queue or "")
 
     def register_vectors(self, pods: list[PodInfo]) -> None:
         """Give every requested resource a column before a snapshot is taken."""
         for pod in pods:
             for name in pod.requests:
                 self.cache.index.column(name)
+
+
+def _queue_label(info: PodInfo) -> str | None:
+    return info.labels.get(KAI_QUEUE_LABEL)
 
 
 def _described_by(info: PodGroupInfo, key: GangKey) -> bool:

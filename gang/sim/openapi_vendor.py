@@ -38,6 +38,9 @@ CRD_MANIFESTS = (
     "manifests/crd-podgroups.yaml",
     "manifests/extra-apis/crd-sigs-podgroups.yaml",
     "manifests/extra-apis/crd-volcano-podgroups.yaml",
+    "manifests/extra-apis/crd-volcano-queues.yaml",
+    "manifests/extra-apis/crd-kai-queues.yaml",
+    "manifests/extra-apis/crd-elasticquotas.yaml",
 )
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 #: definitions every API group's document refers to (operations' parameters and answers)

@@ -406,6 +406,48 @@ OPERATOR_POD_GROUP_TYPES: tuple[ResourceType, ...] = (
 )
 
 
+#: the queue APIs of shared clusters (Volcano and KAI Queues, scheduler-plugins' ElasticQuota),
+#: served by every version; CRDs in ``manifests/extra-apis/``, each with a status subresource
+QUEUE_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(
+        VOLCANO_POD_GROUP_API,
+        "v1beta1",
+        "queues",
+        "Queue",
+        namespaced=False,
+        subresources=("status",),
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer="default",
+    ),
+    ResourceType(
+        "scheduling.run.ai",
+        "v2",
+        "queues",
+        "Queue",
+        namespaced=False,
+        subresources=("status",),
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer="default",
+    ),
+    ResourceType(
+        POD_GROUP_API,
+        "v1alpha1",
+        "elasticquotas",
+        "ElasticQuota",
+        namespaced=True,
+        subresources=("status",),
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer="default",
+    ),
+)
+
+
 def resource_types(
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> tuple[ResourceType, ...]:
@@ -426,6 +468,7 @@ def resource_types(
         if rt.group == NATIVE_SCHEDULING_API:
             out.extend(NATIVE_GANG_TYPES[kubernetes_version])
     out.extend(OPERATOR_POD_GROUP_TYPES)
+    out.extend(QUEUE_TYPES)
     return tuple(out)
 
 

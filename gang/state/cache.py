@@ -23,7 +23,8 @@ Invariants:
 - assume/forget are symmetric; forget only undoes an ASSUMED pod, never a BOUND fact.
 - A pod on a node the cache does not know yet is remembered and counted when the node appears.
 - ``record.info`` is the PodInfo the record was last attached or confirmed with; ``priorities``
-  counts the records per priority (a pod's priority never changes).
+  counts the records per priority (a pod's priority never changes); ``held_by`` sums the vectors
+  of the records per gang (:func:`holder_of` of ``record.info``).
 - ``pods_by_label`` (the affinity index) holds exactly the ASSUMED and BOUND records, with the
   labels the API last showed: ``_attach`` / ``_detach`` keep both, and a bound pod's label or
   deletion change refreshes its entry.
@@ -135,6 +136,10 @@ class ClusterCache:
         #: how many ASSUMED or BOUND pods hold each priority (preemption's first question:
         #: is anyone lower?)
         self.priorities: Counter[int] = Counter()
+        #: what the ASSUMED or BOUND pods of each gang hold, by :func:`holder_of` (the queues'
+        #: usage is the sum over their gangs), and a counter bumped whenever any of it changes
+        self.held_by: dict[tuple[str, str, str], Vector] = {}
+        self.held_version = 0
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         self.volumes = VolumeCatalog()
         self.selecting = SelectorCatalog()
@@ -182,8 +187,20 @@ class ClusterCache:
                 if ports[port] <= 0:
                     del ports[port]
 
+    def _hold(self, record: PodRecord, info: PodInfo, sign: int) -> None:
+        holder = holder_of(info)
+        vec = self.index.fit(record.vector)
+        held = self.held_by.get(holder)
+        total = sign * vec if held is None else self.index.fit(held) + sign * vec
+        if total.any():
+            self.held_by[holder] = total
+        else:
+            self.held_by.pop(holder, None)
+        self.held_version += 1
+
     def _attach(self, record: PodRecord, info: PodInfo) -> None:
         record.info = info
+        self._hold(record, info, +1)
         self.priorities[info.priority] += 1
         self.pods[record.key] = record
         self.pods_by_label.add(info, record.node)
@@ -192,6 +209,7 @@ class ClusterCache:
 
     def _detach(self, record: PodRecord) -> None:
         if record.info is not None:
+            self._hold(record, record.info, -1)
             self.priorities[record.info.priority] -= 1
             if not self.priorities[record.info.priority]:
                 del self.priorities[record.info.priority]
@@ -283,6 +301,9 @@ class ClusterCache:
                 self.index.fit(record.vector), vector
             ):
                 record.state = PodState.BOUND  # ASSUMED → BOUND, or nothing new
+                if record.info is not None and holder_of(record.info) != holder_of(info):
+                    self._hold(record, record.info, -1)  # relabelled into another gang
+                    self._hold(record, info, +1)
                 record.info = info
                 self.pods_by_label.add(info, record.node)  # labels may have changed
                 return record
@@ -390,6 +411,24 @@ class ClusterCache:
         counted = Counter(r.info.priority for r in self.pods.values() if r.info is not None)
         if counted != self.priorities:
             raise AssertionError("cache priority counts drifted from its pod records")
+        held: dict[tuple[str, str, str], Vector] = {}
+        for record in self.pods.values():
+            if record.info is not None:
+                holder = holder_of(record.info)
+                base = held.get(holder, np.zeros(len(self.index), dtype=np.int64))
+                held[holder] = self.index.fit(base) + self.index.fit(record.vector)
+
+        def plain(sums: Mapping[tuple[str, str, str], Vector]) -> dict[Any, list[int]]:
+            return {k: self.index.fit(v).tolist() for k, v in sums.items() if v.any()}
+
+        if plain(held) != plain(self.held_by):
+            raise AssertionError("cache held-by-gang sums drifted from its pod records")
+
+
+def holder_of(info: PodInfo) -> tuple[str, str, str]:
+    """The gang a pod's capacity is held for: ``(namespace, group, "")``, or for a pod without
+    a group ``(namespace, "", name)`` (the scheduler's gang key, as a plain tuple)."""
+    return (info.namespace, info.group, "") if info.group else (info.namespace, "", info.name)
 
 
 def _ports(info: PodInfo) -> tuple[tuple[str, str, int], ...]:

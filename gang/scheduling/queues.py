@@ -1,0 +1,387 @@
+"""Queues at work: which queue each gang is in, what each queue holds and asks for, its fair share.
+
+The queue tree (``gang.queue.tree``) knows the queues; fair share (``gang.queue.fairshare``) is
+arithmetic. This module joins them to the scheduler's live picture, and answers the three
+questions the scheduler asks of queues:
+
+- **ordering**: which queue's gang goes next — the one furthest below its fair share
+  (:meth:`QueueLedger.standing`, the dominant share held / fair share);
+- **admission**: may this gang be placed — its queue is usable and, with the gang, neither the
+  queue nor any parent of it goes past its limit (:meth:`QueueLedger.admit`);
+- **preemption**: may this running pod be a victim of that gang's priority — only from the
+  preemptor's own queue or from a queue above its fair share (:meth:`QueueLedger.may_evict`);
+  taking capacity back across queues otherwise is reclaim's job, not priority's.
+
+What a queue *holds* is what the cache counts for its gangs (bound, reserved, placeholders,
+nominations: ``ClusterCache.held_by``); what it *asks for* is that plus its waiting gangs'
+pending members (and stand-ins for members not created yet, up to minMember). The capacity
+divided is the schedulable nodes' allocatable less what pods outside every usable queue hold.
+
+Invariant: ``_gangs[q]`` holds exactly the keys whose ``Membership.queue`` is ``q``; a gang with
+no queue (its queue claims are contradictory) is in ``_gangs`` under no key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gang.models.queueapis import GPU, QueueSpec, amount_text
+from gang.queue.fairshare import QueueTerms, dominant_share, fair_shares
+from gang.queue.tree import Membership, QueueTree, claims_of, display_name
+from gang.scheduling.gang import Gang, GangKey
+from gang.state.cache import ClusterCache, holder_of
+from gang.state.podinfo import PodInfo
+
+#: resources no queue divides (every pod asks for one of them)
+NOT_DIVIDED = frozenset({"pods"})
+Amounts = dict[str, float]
+
+
+@dataclass(slots=True)
+class QueueView:
+    """One queue as /debug, metrics and ``kubectl gang queues`` show it."""
+
+    key: str
+    name: str
+    api: str
+    parent: str | None
+    leaf: bool
+    quota: Mapping[str, int]
+    limit: Mapping[str, int]
+    guarantee: Mapping[str, int]
+    weight: float
+    priority: int
+    fair: Amounts
+    held: Amounts
+    demand: Amounts
+    standing: float
+    gangs: int
+    pending_gangs: int
+    problem: str | None
+    open: bool
+
+
+@dataclass(slots=True)
+class _Picture:
+    """Shares and standings for one state of the inputs (see ``QueueLedger._picture``)."""
+
+    stamp: tuple[int, ...]
+    held: dict[str, Amounts] = field(default_factory=dict)
+    demand: dict[str, Amounts] = field(default_factory=dict)
+    fair: dict[str, Amounts] = field(default_factory=dict)
+    standing: dict[str, float] = field(default_factory=dict)
+    capacity: Amounts = field(default_factory=dict)
+
+
+class QueueLedger:
+    def __init__(self, tree: QueueTree, cache: ClusterCache, gangs: Mapping[GangKey, Gang]) -> None:
+        self.tree = tree
+        self.cache = cache
+        self.gangs = gangs
+        self._gangs: dict[str, set[GangKey]] = {}
+        #: bumped when a gang joins or leaves a queue or its pending members change
+        self.version = 0
+        self._picture: _Picture | None = None
+
+    # --- membership ----------------------------------------------------------------------
+
+    def place(self, gang: Gang) -> Membership:
+        """(Re)decide the queue of ``gang`` from its group and pods."""
+        group = gang.podgroup
+        labels: list[Mapping[str, str]] = [p.labels for p in gang.members.values()]
+        if group is not None:
+            labels.append(group.labels)
+        volcano = group.queue if group is not None and group.api == "volcano" else ""
+        found = self.tree.resolve(claims_of(gang.key.namespace, volcano, labels))
+        if found != gang.membership:
+            self._leave(gang)
+            gang.membership = found
+            if found.queue is not None:
+                self._gangs.setdefault(found.queue, set()).add(gang.key)
+            self.touch()
+        return found
+
+    def forget(self, gang: Gang) -> None:
+        self._leave(gang)
+        self.touch()
+
+    def _leave(self, gang: Gang) -> None:
+        queue = gang.membership.queue
+        if queue is not None:
+            members = self._gangs.get(queue)
+            if members is not None:
+                members.discard(gang.key)
+                if not members:
+                    del self._gangs[queue]
+
+    def replace_all(self) -> list[Gang]:
+        """The queues changed: place every gang again; returns those whose queue changed."""
+        moved = []
+        for gang in list(self.gangs.values()):
+            before = gang.membership
+            if self.place(gang) != before:
+                moved.append(gang)
+        self.touch()
+        return moved
+
+    def touch(self) -> None:
+        self.version += 1
+
+    # --- what queues hold and ask for --------------------------------------------------------
+
+    def _holding(self, keys: Iterable[GangKey]) -> Amounts:
+        index = self.cache.index
+        total = np.zeros(len(index), dtype=np.int64)
+        for key in keys:
+            held = self.cache.held_by.get(key)
+            if held is not None:
+                total = index.fit(total) + index.fit(held)
+        return {index.names[i]: float(v) for i, v in enumerate(total) if v}
+
+    def held(self, queue: str) -> Amounts:
+        """What ``queue`` and the queues under it hold now (live, not memoised)."""
+        return self._holding(k for q in self._subtree(queue) for k in self._gangs.get(q, ()))
+
+    def _subtree(self, queue: str) -> list[str]:
+        out, stack = [], [queue]
+        while stack:
+            at = stack.pop()
+            out.append(at)
+            stack.extend(self.tree.children(at))
+        return out
+
+    def _asks(self, gang: Gang) -> Amounts:
+        """What a waiting gang asks for beyond what it holds."""
+        if gang.never_fits is not None:
+            return {}
+        pending = gang.pending()
+        out: Amounts = {}
+        for pod in pending:
+            _add(out, pod.requests)
+        missing = gang.min_member - gang.placed() - len(pending) - len(gang.placeholders)
+        if missing > 0 and gang.members:
+            template = max(gang.members.values(), key=lambda p: p.creation_timestamp)
+            _add(out, template.requests, missing)
+        return out
+
+    def _picture_now(self) -> _Picture:
+        cache = self.cache
+        stamp = (self.tree.version, self.version, cache.held_version, cache.version)
+        picture = self._picture
+        if picture is not None and picture.stamp == stamp:
+            return picture
+        picture = _Picture(stamp)
+        valid = set(self.tree.valid())
+        leaves = [q for q in valid if self.tree.is_leaf(q)]
+        for queue in leaves:
+            members = [self.gangs[k] for k in self._gangs.get(queue, ()) if k in self.gangs]
+            held = self._holding(g.key for g in members)
+            demand = dict(held)
+            for gang in members:
+                _add(demand, self._asks(gang))
+            picture.held[queue], picture.demand[queue] = held, demand
+        picture.capacity = self._capacity(picture.held.values())
+        terms = {key: _terms(self.tree.specs[key]) for key in valid}
+        picture.fair = fair_shares(
+            terms, self._valid_children(valid), picture.capacity, picture.demand
+        )
+        for queue in valid:
+            if queue not in picture.held:  # a parent: its subtree's
+                picture.held[queue] = self._sum(picture.held, self._subtree(queue))
+                picture.demand[queue] = self._sum(picture.demand, self._subtree(queue))
+            picture.standing[queue] = dominant_share(
+                picture.held[queue], picture.fair.get(queue, {}), picture.capacity
+            )
+        self._picture = picture
+        return picture
+
+    def _valid_children(self, valid: set[str]) -> Callable[[str | None], list[str]]:
+        tree = self.tree
+
+        def children(key: str | None) -> list[str]:
+            return [k for k in tree.children(key) if k in valid]
+
+        return children
+
+    @staticmethod
+    def _sum(per_queue: Mapping[str, Amounts], queues: Iterable[str]) -> Amounts:
+        out: Amounts = {}
+        for queue in queues:
+            _add(out, per_queue.get(queue, {}))
+        return out
+
+    def _capacity(self, queue_held: Iterable[Amounts]) -> Amounts:
+        """Schedulable nodes' allocatable, less what pods outside every usable queue hold."""
+        cache = self.cache
+        index = cache.index
+        usable = cache.valid.copy()
+        for row, facts in enumerate(cache.facts):
+            if facts is not None and facts.unschedulable:
+                usable[row] = False
+        allocatable = cache.allocatable[usable].sum(axis=0)
+        requested = cache.requested[cache.valid].sum(axis=0)
+        ours: Amounts = {}
+        for held in queue_held:
+            _add(ours, held)
+        out: Amounts = {}
+        for col, name in enumerate(index.names):
+            if name in NOT_DIVIDED or col >= len(allocatable):
+                continue
+            others = max(0.0, float(requested[col]) - ours.get(name, 0.0))
+            amount = float(allocatable[col]) - others
+            if amount > 0:
+                out[name] = amount
+        return out
+
+    # --- the scheduler's questions -----------------------------------------------------------
+
+    def in_use(self) -> bool:
+        return self.tree.in_use
+
+    def standing(self, queue: str) -> float:
+        """The queue's dominant share: how far above (> 1) or below (< 1) its fair share it is."""
+        return self._picture_now().standing.get(queue, math.inf)
+
+    def fair(self, queue: str) -> Amounts:
+        return self._picture_now().fair.get(queue, {})
+
+    def admit(self, gang: Gang, pods: Iterable[PodInfo]) -> str | None:
+        """Why ``gang`` may not place ``pods`` now for its queue's sake, or None."""
+        membership = gang.membership
+        if membership.error is not None or membership.queue is None:
+            return f"queue: {membership.error or 'no queue'}"
+        asks: Amounts = {}
+        for pod in pods:
+            _add(asks, pod.requests)
+        for queue in self.tree.ancestors(membership.queue):
+            limit = self.tree.specs[queue].limit
+            if not limit:
+                continue
+            held = self.held(queue)
+            for resource, cap in sorted(limit.items()):
+                wanted = asks.get(resource, 0.0)
+                if wanted and held.get(resource, 0.0) + wanted > cap:
+                    return (
+                        f"queue {display_name(queue)} at its limit: holds "
+                        f"{_text(resource, held.get(resource, 0.0))} of its limit "
+                        f"{_text(resource, cap)}, the gang needs {_text(resource, wanted)} more"
+                    )
+        return None
+
+    def queue_of_pod(self, pod: PodInfo) -> str | None:
+        gang = self.gangs.get(GangKey(*holder_of(pod)))
+        return gang.membership.queue if gang is not None else None
+
+    def may_evict(self, preemptor: Gang, victim: PodInfo) -> bool:
+        """Priority preemption takes victims only from the preemptor's own queue, from queues
+        above their fair share, or outside every queue (pods gang does not schedule)."""
+        if not self.tree.in_use:
+            return True
+        queue = self.queue_of_pod(victim)
+        if queue is None or queue == preemptor.membership.queue:
+            return True
+        return self.standing(queue) > 1.0
+
+    def borrowing(self, gang: Gang) -> str | None:
+        """Why ``gang`` only borrows (its queue is at or above its fair share, with another
+        queue below its own), or None. A borrowing gang may use idle capacity but holds none
+        in reserve: a reservation is for a queue waiting for its share."""
+        queue = gang.membership.queue
+        if queue is None or not self.tree.in_use:
+            return None
+        picture = self._picture_now()
+        if picture.standing.get(queue, 0.0) < 1.0:
+            return None
+        waiting = [
+            q
+            for q, standing in picture.standing.items()
+            if standing < 1.0
+            and any(v > picture.held[q].get(r, 0.0) for r, v in picture.demand[q].items())
+        ]
+        if not waiting:
+            return None
+        return (
+            f"queue {display_name(queue)} is at or above its fair share "
+            "(it borrows idle capacity, and reserves none)"
+        )
+
+    def waiting_note(self, gang: Gang) -> str | None:
+        """For explain and FailedScheduling: how the gang's queue stands, when it is above its
+        fair share ("queue team-a holds 48 of its fair share 32 GPUs")."""
+        queue = gang.membership.queue
+        if queue is None or not self.tree.in_use:
+            return None
+        picture = self._picture_now()
+        if picture.standing.get(queue, 0.0) < 1.0:
+            return None
+        held, fair = picture.held.get(queue, {}), picture.fair.get(queue, {})
+        worst = max(
+            (r for r in held if r in picture.capacity),
+            key=lambda r: held[r] / fair[r] if fair.get(r) else math.inf,
+            default=None,
+        )
+        if worst is None:
+            return None
+        return (
+            f"queue {display_name(queue)} holds {_text(worst, held[worst])} of its fair share "
+            f"{_text(worst, fair.get(worst, 0.0))}"
+        )
+
+    # --- views -------------------------------------------------------------------------------
+
+    def views(self, pending: Mapping[str, int] | None = None) -> list[QueueView]:
+        picture = self._picture_now()
+        problems = self.tree.problems()
+        out = []
+        for key in sorted(self.tree.specs):
+            spec = self.tree.specs[key]
+            gangs = sum(len(self._gangs.get(q, ())) for q in self._subtree(key))
+            out.append(
+                QueueView(
+                    key=key,
+                    name=spec.name,
+                    api=spec.api,
+                    parent=spec.parent,
+                    leaf=self.tree.is_leaf(key),
+                    quota=spec.quota,
+                    limit=spec.limit,
+                    guarantee=spec.guarantee,
+                    weight=spec.default_weight if not spec.weight else spec.weight_of(GPU),
+                    priority=spec.priority,
+                    fair=picture.fair.get(key, {}),
+                    held=picture.held.get(key, self.held(key)),
+                    demand=picture.demand.get(key, {}),
+                    standing=picture.standing.get(key, 0.0),
+                    gangs=gangs,
+                    pending_gangs=(pending or {}).get(key, 0),
+                    problem=problems.get(key),
+                    open=spec.open,
+                )
+            )
+        return out
+
+
+def _terms(spec: QueueSpec) -> QueueTerms:
+    return QueueTerms(
+        key=spec.key,
+        priority=spec.priority,
+        quota={r: float(v) for r, v in spec.quota.items()},
+        limit={r: float(v) for r, v in spec.limit.items()},
+        weight=dict(spec.weight),
+        default_weight=spec.default_weight,
+        creation=spec.creation_timestamp,
+    )
+
+
+def _add(into: Amounts, amounts: Mapping[str, float | int], times: int = 1) -> None:
+    for resource, amount in amounts.items():
+        if resource not in NOT_DIVIDED and amount:
+            into[resource] = into.get(resource, 0.0) + float(amount) * times
+
+
+def _text(resource: str, amount: float) -> str:
+    return amount_text(resource, int(amount))
