@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -178,6 +179,8 @@ class QueueLoad:
         self.shares = Shares()
         self.created: dict[str, int] = {q.name: 0 for q in queues}
         self.finished = 0
+        #: when each gang was first seen bound (sample time, order seen)
+        self._seen_bound: dict[tuple[str, str], tuple[float, int]] = {}
 
     async def setup(self) -> None:
         """Namespaces and queue objects (parents before children)."""
@@ -228,21 +231,24 @@ class QueueLoad:
         held: dict[str, int] = {q.name: 0 for q in self.queues}
         for pod in pods:
             if pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
-                held[pod["metadata"]["namespace"]] += _gpus(pod)
+                namespace = pod["metadata"]["namespace"]
+                held[namespace] += _gpus(pod)
+                key = (namespace, _gang_of(pod))
+                if key not in self._seen_bound:
+                    self._seen_bound[key] = (at, len(self._seen_bound))
         self.shares.samples.append((at, held))
 
-    async def _finish_oldest(self, pods: list[dict[str, Any]]) -> None:
-        """Delete the gang whose members were bound first (it ran longest)."""
-        running: dict[tuple[str, str], str] = {}
-        for pod in pods:
-            if not pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
-                continue
-            key = (pod["metadata"]["namespace"], _gang_of(pod))
-            stamp = pod["metadata"].get("creationTimestamp") or ""
-            running[key] = min(running.get(key, stamp), stamp)
+    async def _finish_oldest(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Delete the gang seen running first (it ran longest; the API's timestamps are whole
+        seconds, so the driver's own order of seeing gangs bound decides)."""
+        running = {
+            (p["metadata"]["namespace"], _gang_of(p))
+            for p in pods
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        }
         if not running:
-            return
-        namespace, gang = min(running, key=lambda k: (running[k], k))
+            return pods
+        namespace, gang = min(running, key=lambda k: self._seen_bound.get(k, (math.inf, 0)))
         members = [
             p for p in pods if p["metadata"]["namespace"] == namespace and _gang_of(p) == gang
         ]
@@ -255,6 +261,7 @@ class QueueLoad:
             )
         )
         self.finished += 1
+        return [p for p in pods if (p["metadata"]["namespace"], _gang_of(p)) != (namespace, gang)]
 
     async def run(self, seconds: float, finish: bool = True) -> Shares:
         """Top up, finish and sample for ``seconds``; returns the samples."""
@@ -263,8 +270,8 @@ class QueueLoad:
         while (now := time.monotonic()) - start < seconds:
             pods = await self._pods()
             self._sample(pods, now - start)
-            if finish and now >= next_finish:
-                await self._finish_oldest(pods)
+            while finish and now >= next_finish:  # catch up: one finish per interval
+                pods = await self._finish_oldest(pods)
                 next_finish += self.finish_every
             await self._top_up(pods)
             await asyncio.sleep(self.sample_every)

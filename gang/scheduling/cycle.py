@@ -47,7 +47,7 @@ from gang.scheduling.framework import (
     Wait,
     call,
 )
-from gang.scheduling.gang import Gang, Preempting, Reservation
+from gang.scheduling.gang import Gang, GangKey, Preempting, Reservation
 from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.preemption import Plan, Request, leaving
@@ -492,6 +492,11 @@ class Cycle:
         self._run = declared_run(pending) if pending else None
         sort_key = self._reservation_order(gang)
         self._holding, self._backfill = book.against(gang, sort_key, self._run, self._now)
+        if self.state.ledger.in_use() and self.state.ledger.borrowing(gang) is None:
+            # a queue below its fair share is entitled to what frees up: another queue's
+            # reservation holds only against that queue's own gangs and borrowing ones
+            queue = gang.membership.queue
+            self._holding = [r for r in self._holding if self._queue_of(r.gang) == queue]
 
     def _placed_with_reservations(self, gang: Gang, placement: Placement) -> None:
         """The gang placed: its own reservation has done its work; a placement on capacity
@@ -546,7 +551,7 @@ class Cycle:
             log.info("gang %s: reservation dropped: its nodes can no longer hold it", gang.key)
         if now < gang.reserve_after:
             return self._not_reserved(gang, message, str(gang.reservation_expired))
-        borrowing = self.state.ledger.borrowing(gang)
+        borrowing = self.state.ledger.borrowing(gang) or self._queue_reserved(gang)
         if borrowing is not None:
             return self._not_reserved(gang, message, borrowing)
         memo = gang.reservation_memo
@@ -582,6 +587,22 @@ class Cycle:
         self._tell(gang, "Normal", "Reserved", f"gang {gang.key}: {note}")
         self.state.reporter.gang_changed(gang)
         return _append(message, note)
+
+    def _queue_of(self, key: GangKey) -> str | None:
+        other = self.state.gangs.get(key)
+        return other.membership.queue if other is not None else None
+
+    def _queue_reserved(self, gang: Gang) -> str | None:
+        """With queues in use, a queue holds at most one reservation, for its first waiting
+        gang: many reservations of one queue's small gangs would hold capacity against the
+        queues further below their fair share."""
+        if not self.state.ledger.in_use():
+            return None
+        queue = gang.membership.queue
+        for key in self.state.reservations.by_gang:
+            if key != gang.key and self._queue_of(key) == queue:
+                return f"gang {key} of its queue holds the queue's reservation"
+        return None
 
     def _reservation_order(self, gang: Gang) -> tuple[object, ...]:
         """Reservations follow the queues' order: a gang of a queue below its fair share is

@@ -32,6 +32,7 @@ COMMON_VERSIONS = {
     "scheduling.x-k8s.io/v1alpha1",
     "scheduling.sigs.k8s.io/v1alpha1",
     "scheduling.volcano.sh/v1beta1",
+    "scheduling.run.ai/v2",
 }
 GANG_VERSIONS = {
     "1.35": {"scheduling.k8s.io/v1alpha1"},

@@ -27,6 +27,7 @@ GROUPS = {
     "scheduling.x-k8s.io": ["v1alpha1"],
     "scheduling.sigs.k8s.io": ["v1alpha1"],
     "scheduling.volcano.sh": ["v1beta1"],
+    "scheduling.run.ai": ["v2"],
 }
 NOT_FOUND = {
     "kind": "Status",
@@ -187,7 +188,12 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
     assert status == 200
     assert body["kind"] == "APIResourceList" and body["groupVersion"] == PG_API
     resources = _by_name(body)
-    assert set(resources) == {"podgroups", "podgroups/status"}
+    assert set(resources) == {
+        "podgroups",
+        "podgroups/status",
+        "elasticquotas",
+        "elasticquotas/status",
+    }
     pg = resources["podgroups"]
     assert pg["kind"] == "PodGroup" and pg["namespaced"] is True
     assert pg["singularName"] == "podgroup"
@@ -207,9 +213,14 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         ("batch", {"jobs", "jobs/status"}),
         ("apps", {"statefulsets", "statefulsets/status", "replicasets", "replicasets/status"}),
         ("policy", {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
-        ("scheduling.x-k8s.io", {"podgroups", "podgroups/status"}),
+        (
+            "scheduling.x-k8s.io",
+            {"podgroups", "podgroups/status", "elasticquotas", "elasticquotas/status"},
+        ),
         ("scheduling.sigs.k8s.io", {"podgroups", "podgroups/status"}),
-        ("scheduling.volcano.sh", {"podgroups"}),  # no status subresource, as upstream
+        # Volcano's PodGroup has no status subresource, its Queue has one, as upstream
+        ("scheduling.volcano.sh", {"podgroups", "queues", "queues/status"}),
+        ("scheduling.run.ai", {"queues", "queues/status"}),
     ],
 )
 async def test_group_version_resource_lists_are_listable(

@@ -99,20 +99,20 @@ def test_vendored_file_is_small_and_complete() -> None:
             for ref in _walk_refs(data["schemas"][digest]):
                 assert ref.startswith("#/definitions/"), (version, name, ref)
                 assert ref.removeprefix("#/definitions/") in names, (version, name, ref)
-    crds = {(c["group"], c["version"]): c for c in data["crds"]}
+    crds = {(c["group"], c["version"], c["kind"]): c for c in data["crds"]}
     assert set(crds) == {
-        ("scheduling.x-k8s.io", "v1alpha1"),
-        ("scheduling.sigs.k8s.io", "v1alpha1"),
-        ("scheduling.volcano.sh", "v1beta1"),
+        ("scheduling.x-k8s.io", "v1alpha1", "PodGroup"),
+        ("scheduling.sigs.k8s.io", "v1alpha1", "PodGroup"),
+        ("scheduling.volcano.sh", "v1beta1", "PodGroup"),
+        ("scheduling.volcano.sh", "v1beta1", "Queue"),
+        ("scheduling.run.ai", "v2", "Queue"),
+        ("scheduling.x-k8s.io", "v1alpha1", "ElasticQuota"),
     }
-    for crd in crds.values():
-        assert crd["kind"] == "PodGroup"
-    # Volcano's CRD, like upstream's, has no status subresource
-    assert [c["subresources"] for c in crds.values()] == [["status"], ["status"], []]
+    # Volcano's PodGroup CRD, like upstream's, has no status subresource; the others have one
+    assert [c["subresources"] for c in crds.values()] == [["status"]] * 2 + [[]] + [["status"]] * 3
     # only gang's own CRD has short names: `kubectl get pg` means scheduling.x-k8s.io
-    assert crds[("scheduling.x-k8s.io", "v1alpha1")]["shortNames"] == ["pg", "pgs"]
-    assert crds[("scheduling.volcano.sh", "v1beta1")]["shortNames"] == []
-    assert crds[("scheduling.sigs.k8s.io", "v1alpha1")]["shortNames"] == []
+    assert crds[("scheduling.x-k8s.io", "v1alpha1", "PodGroup")]["shortNames"] == ["pg", "pgs"]
+    assert all(c["shortNames"] == [] for k, c in crds.items() if k[0] != "scheduling.x-k8s.io")
 
 
 @pytest.mark.parametrize("manifest", sorted((ROOT / "manifests" / "extra-apis").glob("*.yaml")))
