@@ -147,11 +147,13 @@ class QueueLedger:
         return self._holding(k for q in self._subtree(queue) for k in self._gangs.get(q, ()))
 
     def _subtree(self, queue: str) -> list[str]:
-        out, stack = [], [queue]
+        """``queue`` and every queue under it (once each, even inside a cycle of parents)."""
+        out, stack = [queue], [queue]
         while stack:
-            at = stack.pop()
-            out.append(at)
-            stack.extend(self.tree.children(at))
+            for child in self.tree.children(stack.pop()):
+                if child not in out:
+                    out.append(child)
+                    stack.append(child)
         return out
 
     def _asks(self, gang: Gang) -> Amounts:

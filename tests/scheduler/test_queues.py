@@ -19,14 +19,25 @@ split is a function of the order of events, not of the clock.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from gang.bench.queueload import APIS, ELASTIC_QUOTA, KAI, VOLCANO, QueueDef, QueueLoad
-from tests.scheduler.conftest import eventually, gang_env
+from gang.bench.queueload import (
+    APIS,
+    ELASTIC_QUOTA,
+    KAI,
+    VOLCANO,
+    QueueDef,
+    QueueLoad,
+    gang_objects,
+)
+from tests.scheduler.conftest import Env, eventually, gang_env
 
 pytestmark = pytest.mark.asyncio
 
 CLUSTER_128 = "16:gpu=8,cpu=64,memory=512Gi"
+MERGE = "application/merge-patch+json"
 
 
 def _weighted(api: str, name: str, weight: int, **kw: object) -> QueueDef:
@@ -109,3 +120,219 @@ async def test_a_two_level_tree_converges_to_its_fair_split(api: str) -> None:
         expected = {"a1": 30, "a2": 30, "a3": 90, "b1": 150}
         for queue, gpus in expected.items():
             assert abs(split[queue] - gpus) <= 8, split
+
+
+# --- bad input: reported on the queue, its gangs wait with the reason, others are served -------
+
+
+async def _create(load: QueueLoad, *bodies: dict[str, Any]) -> None:
+    for body in bodies:
+        await load.create(body)
+
+
+def _gang(api: str, queue: str, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+    group, pods = gang_objects(api, queue, name, 2)
+    for obj in (group, *pods):
+        obj["metadata"]["namespace"] = namespace
+    return [group, *pods]
+
+
+async def _submit(env: Env, load: QueueLoad, objects: list[dict[str, Any]]) -> None:
+    group, *pods = objects
+    await load.create(group)
+    await env.api.create_pods(pods, ns=group["metadata"]["namespace"])
+
+
+async def _invalid_queue_events(env: Env, namespace: str = "default") -> dict[str, str]:
+    return {
+        e["involvedObject"]["name"]: e["message"]
+        for e in await env.api.events(namespace)
+        if e["reason"] == "InvalidQueue"
+    }
+
+
+async def _waiting_reasons(env: Env, namespace: str = "default") -> dict[str, str]:
+    """Per gang (a repeated message goes to one of its pods): a FailedScheduling message."""
+    return {
+        e["involvedObject"]["name"].rsplit("-", 1)[0]: e["message"]
+        for e in await env.api.events(namespace)
+        if e["reason"] == "FailedScheduling"
+    }
+
+
+def _kai(name: str, gpu: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"resources": {"gpu": gpu}}
+    if parent:
+        spec["parentQueue"] = parent
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _volcano(name: str, **spec: Any) -> dict[str, Any]:
+    body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue"}
+    return {**body, "metadata": {"name": name}, "spec": spec}
+
+
+async def test_bad_kai_queues_are_reported_and_the_others_served() -> None:
+    async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
+        load = QueueLoad(client, KAI, [])
+        await _create(
+            load,
+            _kai("good", {"quota": 8}),
+            _kai("negative", {"quota": -5}),
+            _kai("orphan", {"quota": 8}, parent="nowhere"),
+            _kai("loop-a", {"quota": 8}, parent="loop-b"),
+            _kai("loop-b", {"quota": 8}, parent="loop-a"),
+            _kai("over", {"quota": 16, "limit": 8}),
+            _kai("parent", {"quota": 8}),
+            _kai("kid-1", {"quota": 6}, parent="parent"),
+            _kai("kid-2", {"quota": 6}, parent="parent"),
+        )
+        expected = {
+            "negative": "spec.resources.gpu.quota: must be -1 (unlimited) or not negative, got -5",
+            "orphan": "parent queue nowhere does not exist",
+            "loop-a": "its parents form a cycle: loop-a → loop-b → loop-a",
+            "loop-b": "its parents form a cycle: loop-b → loop-a → loop-b",
+            "over": "spec.resources.quota.nvidia.com/gpu (16 GPUs) is above "
+            "spec.resources.limit.nvidia.com/gpu (8 GPUs)",
+            "parent": "its child queues guarantee 12 GPUs, more than its own guarantee of 8 GPUs",
+            "kid-1": "parent queue parent is invalid",
+            "kid-2": "parent queue parent is invalid",
+        }
+        gangs = {q: _gang(KAI, q, f"in-{q}") for q in [*expected, "good", "missing"]}
+        for objects in gangs.values():
+            await _submit(env, load, objects)
+
+        async def reported() -> bool:
+            return await _invalid_queue_events(env) == expected
+
+        await eventually(reported, within=15)
+
+        async def good_bound() -> bool:
+            return {"in-good-0", "in-good-1"} <= set(await env.api.bound())
+
+        await eventually(good_bound)
+
+        async def told() -> bool:
+            waiting = await _waiting_reasons(env)
+            return {f"in-{q}" for q in [*expected, "missing"]} <= set(waiting)
+
+        await eventually(told)
+        waiting = await _waiting_reasons(env)
+        for queue, problem in expected.items():
+            assert f"queue {queue} is invalid: {problem}" in waiting[f"in-{queue}"]
+        assert "queue missing (scheduling.run.ai Queue) does not exist" in waiting["in-missing"]
+        assert set(await env.api.bound()) == {"in-good-0", "in-good-1"}
+        # KAI's status has conditions: the queue says it too
+        queue = await load.custom.get_cluster_custom_object(
+            "scheduling.run.ai", "v2", "queues", "orphan"
+        )
+        (valid,) = [c for c in queue["status"]["conditions"] if c["type"] == "Valid"]
+        assert valid["status"] == "False" and valid["message"] == expected["orphan"]
+
+
+async def test_bad_volcano_queues_closed_queues_and_two_names_make_gangs_wait() -> None:
+    async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
+        load = QueueLoad(client, VOLCANO, [])
+        await _create(
+            load,
+            _volcano("good", weight=1),
+            _volcano("negative", deserved={"nvidia.com/gpu": "-1"}),
+            _volcano("tight", deserved={"nvidia.com/gpu": 16}, capability={"nvidia.com/gpu": 8}),
+            _volcano("closed", weight=1),
+            _kai("elsewhere", {"quota": 8}),
+        )
+        await load.custom.patch_cluster_custom_object_status(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "queues",
+            "closed",
+            {"status": {"state": "Closed"}},
+            _content_type=MERGE,
+        )
+        expected = {
+            "negative": "spec.deserved.nvidia.com/gpu: must not be negative, got '-1'",
+            "tight": "spec.deserved.nvidia.com/gpu (16 GPUs) is above "
+            "spec.capability.nvidia.com/gpu (8 GPUs)",
+        }
+
+        async def reported() -> bool:
+            return await _invalid_queue_events(env) == expected
+
+        await eventually(reported, within=15)
+        for queue in [*expected, "good", "closed"]:
+            await _submit(env, load, _gang(VOLCANO, queue, f"in-{queue}"))
+        both = _gang(VOLCANO, "good", "both")
+        for pod in both[1:]:
+            pod["metadata"]["labels"]["kai.scheduler/queue"] = "elsewhere"
+        await _submit(env, load, both)
+
+        async def good_bound() -> bool:
+            return {"in-good-0", "in-good-1"} <= set(await env.api.bound())
+
+        await eventually(good_bound)
+
+        async def told() -> bool:
+            waiting = await _waiting_reasons(env)
+            return {"in-negative", "in-tight", "in-closed", "both"} <= set(waiting)
+
+        await eventually(told)
+        waiting = await _waiting_reasons(env)
+        for queue, problem in expected.items():
+            assert f"queue {queue} is invalid: {problem}" in waiting[f"in-{queue}"]
+        assert "queue closed is closed" in waiting["in-closed"]
+        assert (
+            "it names two queues: its Volcano PodGroup's spec.queue names good, "
+            "label kai.scheduler/queue names elsewhere" in waiting["both"]
+        )
+        assert set(await env.api.bound()) == {"in-good-0", "in-good-1"}
+
+
+async def test_bad_elastic_quotas_are_reported_in_their_namespace() -> None:
+    async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
+        queues = [QueueDef("good", quota=8), QueueDef("negative"), QueueDef("tight")]
+        load = QueueLoad(client, ELASTIC_QUOTA, queues)
+        await load.setup()  # namespaces and the good quota; the bad ones below
+        for name, spec in {
+            "negative": {"min": {"nvidia.com/gpu": "-2"}},
+            "tight": {"min": {"nvidia.com/gpu": 16}, "max": {"nvidia.com/gpu": 8}},
+        }.items():
+            await load.custom.patch_namespaced_custom_object(
+                "scheduling.x-k8s.io",
+                "v1alpha1",
+                name,
+                "elasticquotas",
+                name,
+                {"spec": spec},
+                _content_type=MERGE,
+            )
+        expected = {
+            "negative": "spec.min.nvidia.com/gpu: must not be negative, got '-2'",
+            "tight": "spec.min.nvidia.com/gpu (16 GPUs) is above spec.max.nvidia.com/gpu (8 GPUs)",
+        }
+        for name, problem in expected.items():
+
+            async def reported(name: str = name, problem: str = problem) -> bool:
+                return (await _invalid_queue_events(env, name)).get(name) == problem
+
+            await eventually(reported, within=15)
+        for name in ("good", *expected):
+            await _submit(env, load, _gang(ELASTIC_QUOTA, name, f"in-{name}", namespace=name))
+
+        async def good_bound() -> bool:
+            return {"in-good-0", "in-good-1"} <= set(await env.api.bound("good"))
+
+        await eventually(good_bound)
+        for name, problem in expected.items():
+
+            async def told(name: str = name) -> bool:
+                return f"in-{name}" in await _waiting_reasons(env, name)
+
+            await eventually(told)
+            waiting = await _waiting_reasons(env, name)
+            assert f"queue {name} is invalid: {problem}" in waiting[f"in-{name}"]
+            assert not await env.api.bound(name)
