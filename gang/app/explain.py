@@ -12,6 +12,8 @@ States, in the order they are judged:
 
 - ``placed``: at least minMember members are bound or reserved (bound once Permit allows);
 - ``invalid``: the group object is invalid (its error says why);
+- ``queue-blocked``: its queue cannot take it now: the queue is unusable (invalid, closed,
+  missing, not a leaf, or named twice), or the gang would take it past its limit;
 - ``waiting-for-members``: fewer members exist than the gang needs;
 - ``never``: it cannot fit this cluster even with every node empty;
 - ``waiting-for-victims``: a preemption is evicting lower-priority gangs for it;
@@ -30,10 +32,12 @@ from typing import Any
 
 from gang.app.scheduler import GangScheduler
 from gang.models.quantity import units_text
+from gang.queue.tree import display_name
 from gang.scheduling.gang import Gang
 from gang.scheduling.reservation import sorts_before
 
 PLACED, INVALID, MEMBERS, NEVER = "placed", "invalid", "waiting-for-members", "never"
+QUEUE_BLOCKED = "queue-blocked"
 VICTIMS, RESERVED, RULE, CAPACITY, QUEUED = (
     "waiting-for-victims",
     "reserved",
@@ -74,6 +78,9 @@ def explain(scheduler: GangScheduler, gang: Gang) -> dict[str, Any]:
         "queue": _queue(scheduler, gang),
         "why": gang.last_failure,
     }
+    share = queue_share(scheduler, gang)
+    if share is not None:
+        answer["queue_share"] = share
     state, summary, unblock = _judge(scheduler, gang)
     answer.update(state=state, summary=summary, unblock=unblock)
     failure = gang.last_unplaceable
@@ -114,6 +121,9 @@ def _judge(scheduler: GangScheduler, gang: Gang) -> tuple[str, str, list[str]]:
         return INVALID, f"its group object is invalid: {gang.podgroup.error}", ["fix the spec"]
     if placed >= need and not gang.pending():
         return PLACED, f"{placed} member(s) placed (minMember {need})", []
+    blocked = _queue_blocked(gang)
+    if blocked is not None and placed < need:
+        return QUEUE_BLOCKED, blocked, _queue_help(blocked)
     if placed >= need:
         return PLACED, f"{placed} member(s) placed, {len(gang.pending())} more wait", []
     waiting = gang.last_failure is not None and "waiting for members" in gang.last_failure
@@ -158,6 +168,46 @@ def _judge(scheduler: GangScheduler, gang: Gang) -> tuple[str, str, list[str]]:
     if gang.last_failure is not None:
         return CAPACITY, gang.last_failure, []
     return QUEUED, "not tried yet", []
+
+
+def _queue_blocked(gang: Gang) -> str | None:
+    """Why the gang's queue refuses it now, if it does."""
+    if gang.membership.error is not None:
+        return gang.membership.error
+    failure = gang.last_failure or ""
+    if failure.startswith("queue ") and " at its limit" in failure:
+        return failure
+    return None
+
+
+def _queue_help(why: str) -> list[str]:
+    if " at its limit" in why:
+        return ["wait for the queue's running gangs to finish, or raise the queue's limit"]
+    if "does not exist" in why:
+        return ["create the queue, or name an existing one"]
+    if "two queues" in why or "different queues" in why:
+        return ["name one queue in all of the gang's objects"]
+    return ["fix the queue (its Events say what is wrong)"]
+
+
+def queue_share(scheduler: GangScheduler, gang: Gang) -> dict[str, Any] | None:
+    """The gang's queue and where it stands against its fair share (None: no queues in use)."""
+    ledger = scheduler.state.ledger
+    queue = gang.membership.queue
+    if not ledger.in_use() or queue is None:
+        return None
+    return {
+        "name": display_name(queue),
+        "key": queue,
+        "fair_share": {r: _amount(r, v) for r, v in sorted(ledger.fair(queue).items()) if v},
+        "holds": {r: _amount(r, v) for r, v in sorted(ledger.held(queue).items())},
+        "standing": round(ledger.standing(queue), 3),
+        "note": ledger.waiting_note(gang),
+    }
+
+
+def _amount(resource: str, value: float) -> str:
+    return units_text(resource, int(value))
 
 
 def _never_help(gang: Gang) -> list[str]:
@@ -236,10 +286,14 @@ def _queue(scheduler: GangScheduler, gang: Gang) -> dict[str, Any]:
     state = scheduler.state
     sort_key = state.queue_sort.sort_key
     mine = sort_key(gang)
+    same_queue = state.ledger.in_use()  # with queues, what is ahead is in the gang's queue
     ahead = [
         other
         for other in state.gangs.values()
-        if other is not gang and other.pending() and sorts_before(sort_key(other), mine)
+        if other is not gang
+        and other.pending()
+        and sorts_before(sort_key(other), mine)
+        and (not same_queue or other.membership.queue == gang.membership.queue)
     ]
     ahead.sort(key=cmp_to_key(lambda a, b: -1 if sorts_before(sort_key(a), sort_key(b)) else 1))
     return {
@@ -267,6 +321,13 @@ def render(answer: dict[str, Any]) -> str:
     ]
     queue = answer["queue"]
     lines.append(f"  queue: position {queue['position']} ({queue['where'] or 'in flight'})")
+    share = answer.get("queue_share")
+    if share:
+        held, fair = share["holds"], share["fair_share"]
+        shown = ", ".join(f"{r} {held.get(r, '0')}/{fair[r]}" for r in fair) or "nothing"
+        lines.append(f"  queue {share['name']}: holds/fair share {shown}")
+        if share["note"]:
+            lines.append(f"    {share['note']}")
     for other in queue["ahead"]:
         lines.append(f"    ahead: {other['gang']} ({other['pending']} pending)")
     blocked = answer.get("blocked_member")

@@ -141,6 +141,53 @@ class SchedulerCollector(Collector):
             value=int(scheduler.binder.slots.limit),
         )
         yield from informer_metrics(scheduler)
+        yield from queue_metrics(scheduler)
+
+
+def queue_metrics(scheduler: GangScheduler) -> Iterator[Metric]:
+    """Per queue and resource: quota, limit, fair share, allocated, demand; per queue: its
+    standing (dominant share: allocated / fair share) and gangs waiting. Only with queues."""
+    ledger = scheduler.state.ledger
+    if not ledger.in_use():
+        return
+    labels = ["queue", "api", "resource"]
+    amounts = {
+        name: GaugeMetricFamily(f"gang_queue_{name}", text, labels=labels)
+        for name, text in (
+            ("quota", "What the queue is entitled to (lent while idle), scheduler units"),
+            ("limit", "The most the queue may hold (absent: unlimited), scheduler units"),
+            ("fair_share", "The queue's fair share now, scheduler units (cpu: millicores)"),
+            ("allocated", "What the queue's gangs hold now (bound, reserved, nominated)"),
+            ("demand", "What the queue holds plus what its waiting gangs ask for"),
+        )
+    }
+    standing = GaugeMetricFamily(
+        "gang_queue_standing",
+        "Dominant share: allocated / fair share, the largest over resources (<1: below it)",
+        labels=["queue", "api"],
+    )
+    pending = GaugeMetricFamily(
+        "gang_queue_pending_gangs",
+        "Gangs of the queue waiting for placement",
+        labels=["queue", "api"],
+    )
+    waiting = scheduler.pending_by_queue()
+    for view in ledger.views(waiting):
+        for name, values in (
+            ("quota", view.quota),
+            ("limit", view.limit),
+            ("fair_share", view.fair),
+            ("allocated", view.held),
+            ("demand", view.demand),
+        ):
+            for resource, value in sorted(values.items()):
+                amounts[name].add_metric([view.name, view.api, resource], float(value))
+        if view.standing != float("inf"):
+            standing.add_metric([view.name, view.api], view.standing)
+        pending.add_metric([view.name, view.api], view.pending_gangs)
+    yield from amounts.values()
+    yield standing
+    yield pending
 
 
 def informer_metrics(scheduler: GangScheduler) -> Iterator[Metric]:

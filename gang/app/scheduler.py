@@ -121,7 +121,7 @@ class GangScheduler:
         self.reporter.yield_to = self.binder.slots.no_backlog
         self.evictor = Evictor(self.kube, self.state, names[0])
         self.queue_status = QueueStatusWriter(
-            self.kube, self.state.ledger, self.reporter, pending=self._pending_by_queue
+            self.kube, self.state.ledger, self.reporter, pending=self.pending_by_queue
         )
         self.cycle = Cycle(
             self.state,
@@ -203,7 +203,8 @@ class GangScheduler:
             )
             self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
 
-    def _pending_by_queue(self) -> dict[str, int]:
+    def pending_by_queue(self) -> dict[str, int]:
+        """Per queue, its gangs with members waiting for placement."""
         out: dict[str, int] = {}
         for gang in self.state.gangs.values():
             queue = gang.membership.queue

@@ -12,6 +12,8 @@ to that limit and ignored, and a larger one is a 413 (unread when its length is 
 - ``/metrics``: Prometheus text format.
 - ``/debug/gangs``: every gang the scheduler knows and why it is not (fully) placed; JSON for
   ``?format=json`` or ``Accept: application/json``, else a small HTML page.
+- ``/debug/queues``: every queue (Volcano, KAI, ElasticQuota, ``default``): quota, limit,
+  fair share, what it holds and asks for, its standing and problem (``gang queues`` prints it);
 - ``/debug/explain/{namespace}/{name}``: one gang explained (``gang.app.explain``): its state,
   queue position, the rule stopping it, reservation or preemption, what would unblock it; JSON,
   404 with a message for a gang the scheduler does not know.
@@ -31,6 +33,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from gang.app.explain import explain, find_gang
 from gang.app.scheduler import GangScheduler
+from gang.binding.queuestatus import quantities
+from gang.queue.tree import display_name
 from gang.scheduling.gang import Reservation
 
 #: the largest request body accepted (and ignored): no endpoint here takes one
@@ -38,6 +42,34 @@ MAX_REQUEST_BYTES = 1024
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def queue_report(scheduler: GangScheduler) -> list[dict[str, Any]]:
+    """One JSON-able entry per queue (amounts as quantities), sorted by key."""
+    views = scheduler.state.ledger.views(scheduler.pending_by_queue())
+    return [
+        {
+            "queue": v.key,
+            "name": v.name,
+            "api": v.api,
+            "parent": display_name(v.parent) if v.parent else None,
+            "leaf": v.leaf,
+            "priority": v.priority,
+            "weight": v.weight,
+            "quota": quantities(v.quota),
+            "guarantee": quantities(v.guarantee),
+            "limit": quantities(v.limit),
+            "fair_share": quantities(v.fair),
+            "allocated": quantities(v.held),
+            "demand": quantities(v.demand),
+            "standing": round(v.standing, 3) if v.standing != float("inf") else None,
+            "gangs": v.gangs,
+            "pending_gangs": v.pending_gangs,
+            "open": v.open,
+            "problem": v.problem,
+        }
+        for v in views
+    ]
 
 
 def gang_report(scheduler: GangScheduler) -> list[dict[str, Any]]:
@@ -172,6 +204,7 @@ class StatusServer:
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/debug/gangs", self._gangs)
         app.router.add_get("/debug/explain/{namespace}/{name}", self._explain)
+        app.router.add_get("/debug/queues", self._queues)
         return app
 
     async def start(self, host: str, port: int) -> None:
@@ -210,6 +243,12 @@ class StatusServer:
         if gang is None:
             return _json({"error": f"no gang {namespace}/{name} known to the scheduler"}, 404)
         return _json(explain(scheduler, gang))
+
+    async def _queues(self, request: web.Request) -> web.Response:
+        scheduler = self.current()
+        if scheduler is None or not scheduler.ready.is_set():
+            return _json({"error": "not leading, or not synced yet"}, 503)
+        return _json(queue_report(scheduler))
 
     async def _gangs(self, request: web.Request) -> web.Response:
         scheduler = self.current()

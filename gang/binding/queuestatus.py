@@ -43,7 +43,9 @@ class QueueEvents(Protocol):
 
 
 def quantities(amounts: Mapping[str, float]) -> dict[str, str]:
-    return {r: units_text(r, int(v)) for r, v in sorted(amounts.items()) if v}
+    """Amounts in the scheduler's units as quantities (``{"cpu": "1500m"}``); -1 (KAI's "all
+    of it") as ``-1``; zeros left out."""
+    return {r: "-1" if v == -1 else units_text(r, int(v)) for r, v in sorted(amounts.items()) if v}
 
 
 def queue_status(spec: QueueSpec, view: QueueView, children: list[str]) -> dict[str, Any]:

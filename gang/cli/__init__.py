@@ -5,7 +5,8 @@
 for kubectl (``sim_serve``); ``gang extender`` serves gang's filters and scores to kube-scheduler
 as a scheduler extender (``extender``); ``gang bench`` and ``gang chaos`` measure and torture it
 (``bench``, ``chaos``); ``gang explain`` says why a gang is pending, ``gang fit`` whether
-manifests would fit (a dry run), ``gang snapshot`` writes a cluster's shape for what-if runs.
+manifests would fit (a dry run), ``gang queues`` how each team's queue stands against its fair
+share, ``gang snapshot`` writes a cluster's shape for what-if runs.
 Subcommands import what they need lazily so ``gang --help`` stays
 instant.
 """
@@ -17,7 +18,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from gang.cli import bench, chaos, explain, extender, fit, run, sim_serve, snapshot
+from gang.cli import bench, chaos, explain, extender, fit, queues, run, sim_serve, snapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     extender.add_parser(sub)
     chaos.add_parser(sub)
     explain.add_parser(sub)
+    queues.add_parser(sub)
     fit.add_parser(sub)
     snapshot.add_parser(sub)
     return parser
@@ -61,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return chaos.command(args)
     if args.command == "explain":
         return asyncio.run(explain.command(args))
+    if args.command == "queues":
+        return asyncio.run(queues.command(args))
     if args.command == "fit":
         return asyncio.run(fit.command(args))
     if args.command == "snapshot":

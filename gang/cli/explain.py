@@ -53,9 +53,9 @@ async def command(args: argparse.Namespace) -> int:
     source = ""
     try:
         if args.scheduler:
-            answer, source = await _from_url(args.scheduler.rstrip("/") + path), args.scheduler
+            answer, source = await from_url(args.scheduler.rstrip("/") + path), args.scheduler
         elif args.from_snapshot is None:
-            answer = await _through_proxy(args.kubeconfig, path)
+            answer = await through_proxy(args.kubeconfig, path)
             source = "the running scheduler (through the API server)" if answer else ""
         if answer is None:
             answer = await _from_copy(args, namespace, name)
@@ -74,7 +74,7 @@ async def command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _from_url(url: str) -> Obj:
+async def from_url(url: str) -> Obj:
     import aiohttp
 
     async with aiohttp.ClientSession() as session, session.get(url) as resp:
@@ -85,7 +85,7 @@ async def _from_url(url: str) -> Obj:
         return answer
 
 
-async def _through_proxy(kubeconfig: str | None, path: str) -> Obj | None:
+async def through_proxy(kubeconfig: str | None, path: str) -> Obj | None:
     """The live scheduler's answer through the API server's service proxy; None when no
     scheduler answers there (not deployed, not leading, no right to proxy)."""
     from gang.kube.client import make_api_client
