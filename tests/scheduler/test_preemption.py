@@ -409,3 +409,50 @@ async def test_a_restarted_scheduler_finishes_or_withdraws_marked_preemptions() 
                 )
                 assert target["status"] == "False"
                 assert target["reason"] == "PreemptionCancelled"
+
+
+async def _kai_queues(client: Any, *names: str, quota: int = 8) -> None:
+    custom = k8s.CustomObjectsApi(client)
+    for name in names:
+        body = {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"resources": {"gpu": {"quota": quota}}},
+        }
+        await custom.create_cluster_custom_object("scheduling.run.ai", "v2", "queues", body)
+
+
+def _in(queue: str) -> dict[str, str]:
+    return {"kai.scheduler/queue": queue}
+
+
+async def test_priority_preemption_stays_inside_a_queue_at_its_fair_share() -> None:
+    """Two teams with a quota of 8 GPUs each fill 16: team a's high gang preempts its own low
+    gang, never team b's (b holds no more than its fair share: taking from it is reclaim) —
+    though b's gang, of 4 pods, is the cheaper victim by pod count."""
+    async with cluster("2:gpu=8,cpu=64,memory=512Gi") as (env, client):
+        await _kai_queues(client, "team-a", "team-b")
+        a_low = await run_gang(env, "a-low", 8, LOW, labels=_in("team-a"))
+        b_low = await run_gang(env, "b-low", 4, LOW, gpu=2, labels=_in("team-b"))
+        high = await run_gang(env, "a-high", 8, HIGH, wait=False, labels=_in("team-a"))
+        await wait_bound(env, high)
+        await settle(env)
+        bound = await running(env)
+        assert count(bound, b_low) == 4 and count(bound, a_low) == 0
+        assert evicted(env) == set(a_low)
+
+
+async def test_priority_preemption_takes_from_a_queue_above_its_fair_share() -> None:
+    """Team b borrowed all 16 GPUs while team a was idle; team a's high gang may take from b,
+    which is above its fair share once a asks for its quota."""
+    async with cluster("2:gpu=8,cpu=64,memory=512Gi") as (env, client):
+        await _kai_queues(client, "team-a", "team-b")
+        b_1 = await run_gang(env, "b-1", 8, LOW, labels=_in("team-b"))
+        b_2 = await run_gang(env, "b-2", 8, LOW, labels=_in("team-b"))
+        high = await run_gang(env, "a-high", 8, HIGH, wait=False, labels=_in("team-a"))
+        await wait_bound(env, high)
+        await settle(env)
+        bound = await running(env)
+        assert sorted([count(bound, b_1), count(bound, b_2)]) == [0, 8]
+        await env.api.assert_not_overcommitted()
