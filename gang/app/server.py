@@ -34,6 +34,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from gang.app.explain import explain, find_gang
 from gang.app.scheduler import GangScheduler
 from gang.binding.queuestatus import quantities
+from gang.queue.fairshare import share_text
 from gang.queue.tree import display_name
 from gang.scheduling.gang import Reservation
 
@@ -63,6 +64,11 @@ def queue_report(scheduler: GangScheduler) -> list[dict[str, Any]]:
             "allocated": quantities(v.held),
             "demand": quantities(v.demand),
             "standing": round(v.standing, 3) if v.standing != float("inf") else None,
+            "borrowing": {
+                "share": v.borrowing.share,
+                "precise": share_text(v.borrowing.precise),
+                "dominant": v.borrowing.dominant,
+            },
             "gangs": v.gangs,
             "pending_gangs": v.pending_gangs,
             "open": v.open,

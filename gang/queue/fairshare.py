@@ -32,6 +32,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 #: a limit of no limit, a quota of everything (KAI's -1)
 UNLIMITED = -1.0
 
@@ -241,3 +243,72 @@ def dominant_share(
         share = fair.get(resource, 0.0)
         worst = max(worst, amount / share if share > 0 else math.inf)
     return worst
+
+
+# --- borrowing, as Kueue measures it ---------------------------------------------------------
+
+#: Kueue's share of a weight-0 queue that borrows (its ``math.MaxInt``)
+NEVER_FIRST = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Borrowing:
+    """How much a queue borrows above its quota, as Kueue's fair sharing weighs it: per mille
+    of what its siblings could lend, divided by its weight (Kueue's DRS)."""
+
+    share: int
+    #: the unrounded share (``inf`` for a weight-0 queue that borrows)
+    precise: float
+    #: the resource it borrows most of ("" when it borrows none)
+    dominant: str
+    #: it holds more than its quota of some resource (even one with nothing to lend)
+    borrowing: bool
+    #: the resources it borrows
+    borrowed: frozenset[str] = frozenset()
+
+    def borrowing_on(self, requested: Iterable[str]) -> bool:
+        return any(r in self.borrowed for r in requested)
+
+
+def borrowing(
+    quota: Mapping[str, float],
+    held: Mapping[str, float],
+    lendable: Mapping[str, float],
+    weight: float = 1.0,
+    request: Mapping[str, float] | None = None,
+) -> Borrowing:
+    """Kueue's dominant resource share of one queue: for each resource it has a quota for,
+    what it holds (plus ``request``) above that quota, per mille of ``lendable`` (its siblings'
+    quotas together, its own included); the largest, divided by ``weight`` and rounded up.
+    Shown beside the standing, and the tie-break between queues of equal standing: of two
+    queues as far below their fair shares, the one borrowing less goes first."""
+    borrowed: dict[str, float] = {}
+    for resource, entitled in quota.items():
+        over = (request or {}).get(resource, 0.0) + held.get(resource, 0.0) - entitled
+        if over > 0:
+            borrowed[resource] = over
+    if not borrowed:
+        return Borrowing(0, 0.0, "", False)
+    ratio, dominant = 0.0, ""
+    for resource in sorted(borrowed):
+        pool = lendable.get(resource, 0.0)
+        if pool > 0:
+            value = borrowed[resource] * 1000.0 / pool
+            if value > ratio:
+                ratio, dominant = value, resource
+    if ratio == 0:
+        precise, share = 0.0, 0
+    elif weight == 0:
+        precise, share = math.inf, NEVER_FIRST
+    else:
+        precise = ratio / weight
+        share = math.ceil(precise)
+    return Borrowing(share, precise, dominant, True, frozenset(borrowed))
+
+
+def share_text(precise: float) -> str:
+    """A share as Kueue prints it: the shortest decimal that reads back the same, no exponent
+    (``200``, ``2.5``, ``+Inf``)."""
+    if math.isinf(precise):
+        return "+Inf" if precise > 0 else "-Inf"
+    return str(np.format_float_positional(precise, trim="-"))

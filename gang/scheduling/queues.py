@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gang.models.queueapis import GPU, QueueSpec, amount_text
-from gang.queue.fairshare import QueueTerms, dominant_share, fair_shares
+from gang.models.queueapis import ALL, GPU, QueueSpec, amount_text
+from gang.queue.fairshare import Borrowing, QueueTerms, borrowing, dominant_share, fair_shares
 from gang.queue.tree import Membership, QueueTree, claims_of, display_name
 from gang.scheduling.gang import Gang, GangKey
 from gang.state.cache import ClusterCache, holder_of
@@ -59,6 +59,9 @@ class QueueView:
     held: Amounts
     demand: Amounts
     standing: float
+    #: how much it borrows above its quota, as Kueue weighs it (per mille of its siblings'
+    #: quotas, over its weight)
+    borrowing: Borrowing
     gangs: int
     pending_gangs: int
     problem: str | None
@@ -74,6 +77,7 @@ class _Picture:
     demand: dict[str, Amounts] = field(default_factory=dict)
     fair: dict[str, Amounts] = field(default_factory=dict)
     standing: dict[str, float] = field(default_factory=dict)
+    borrowing: dict[str, Borrowing] = field(default_factory=dict)
     capacity: Amounts = field(default_factory=dict)
 
 
@@ -198,8 +202,21 @@ class QueueLedger:
             picture.standing[queue] = dominant_share(
                 picture.held[queue], picture.fair.get(queue, {}), picture.capacity
             )
+        for queue in valid:
+            picture.borrowing[queue] = self._borrowing(queue, valid, picture.held[queue])
         self._picture = picture
         return picture
+
+    def _borrowing(self, queue: str, valid: set[str], held: Amounts) -> Borrowing:
+        """Kueue's measure: what the queue holds above its quota against what its siblings
+        (its cohort) could lend."""
+        spec = self.tree.specs[queue]
+        siblings = [self.tree.specs[k] for k in self._valid_children(valid)(spec.parent)]
+        lendable: Amounts = {}
+        for sibling in siblings:
+            _add(lendable, {r: v for r, v in sibling.quota.items() if v != ALL})
+        quota = {r: float(v) for r, v in spec.quota.items() if v != ALL}
+        return borrowing(quota, held, lendable, headline_weight(spec))
 
     def _valid_children(self, valid: set[str]) -> Callable[[str | None], list[str]]:
         tree = self.tree
@@ -247,6 +264,13 @@ class QueueLedger:
     def standing(self, queue: str) -> float:
         """The queue's dominant share: how far above (> 1) or below (< 1) its fair share it is."""
         return self._picture_now().standing.get(queue, math.inf)
+
+    def rank(self, queue: str) -> tuple[float, int]:
+        """The order among queues: furthest below its fair share first; of equals, the one
+        borrowing less above its quota (Kueue's share)."""
+        picture = self._picture_now()
+        held = picture.borrowing.get(queue)
+        return picture.standing.get(queue, math.inf), held.share if held is not None else 0
 
     def fair(self, queue: str) -> Amounts:
         return self._picture_now().fair.get(queue, {})
@@ -352,12 +376,13 @@ class QueueLedger:
                     quota=spec.quota,
                     limit=spec.limit,
                     guarantee=spec.guarantee,
-                    weight=spec.default_weight if not spec.weight else spec.weight_of(GPU),
+                    weight=headline_weight(spec),
                     priority=spec.priority,
                     fair=picture.fair.get(key, {}),
                     held=picture.held.get(key, self.held(key)),
                     demand=picture.demand.get(key, {}),
                     standing=picture.standing.get(key, 0.0),
+                    borrowing=picture.borrowing.get(key, Borrowing(0, 0.0, "", False)),
                     gangs=gangs,
                     pending_gangs=(pending or {}).get(key, 0),
                     problem=problems.get(key),
@@ -365,6 +390,11 @@ class QueueLedger:
                 )
             )
         return out
+
+
+def headline_weight(spec: QueueSpec) -> float:
+    """One weight for a queue: its only one (Volcano), or its GPUs' (KAI: per resource)."""
+    return spec.weight_of(GPU) if GPU in spec.weight else spec.default_weight
 
 
 def _terms(spec: QueueSpec) -> QueueTerms:

@@ -501,9 +501,9 @@ class ClusterState:
                 self.queue.activate(gang.key)
         self.queue.activate_unschedulable()
 
-    def _rank(self, queue: str) -> float:
+    def _rank(self, queue: str) -> tuple[float, int]:
         """GangQueue's order among queues: the one furthest below its fair share first."""
-        return self.ledger.standing(queue)
+        return self.ledger.rank(queue)
 
     # --- helpers for the cycle -------------------------------------------------------------
 
