@@ -37,6 +37,7 @@ from gang.models.podgroup import (
     parse_podgroup,
 )
 from gang.models.quantity import parse_quantity
+from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import Settings
 from gang.scheduling.gang import Gang, GangKey
 from gang.state.podinfo import parse_pod
@@ -106,6 +107,9 @@ CLUSTER_PERMISSIONS = {
     *((api.group, f"{api.plural}/status", "patch") for api in GROUP_APIS if api.has_status),
     # a CRD without a status subresource (Volcano's) has its status patched with the object
     *((api.group, api.plural, "patch") for api in GROUP_APIS if not api.status_subresource),
+    # every queue API's queues are watched, and their status written
+    *((api.group, api.plural, verb) for api in QUEUE_APIS for verb in ("get", "list", "watch")),
+    *((api.group, f"{api.plural}/status", "patch") for api in QUEUE_APIS),
 }
 LEASE_PERMISSIONS = {
     ("coordination.k8s.io", "leases", "get"),

@@ -4,8 +4,8 @@
 cluster; ``gang sim serve --from-snapshot`` and ``gang bench --from-snapshot`` replay a real
 cluster's shape for capacity planning. All of them start from the same file: the objects
 placement reads — namespaces (their labels feed namespaceSelectors), PriorityClasses, nodes,
-PodDisruptionBudgets, every gang API's group objects the server serves, and every pod that is
-not finished — as the API server returned them, minus what only the server may write again
+PodDisruptionBudgets, every gang API's group objects and every queue API's queues the server
+serves, and every pod that is not finished — as the API server returned them, minus what only the server may write again
 (``managedFields``, ``resourceVersion``, ``uid``).
 
 ``anonymise`` renames namespaces, nodes, pods and groups (consistently: a pod's ``nodeName``
@@ -27,6 +27,7 @@ from gang.kube.client import make_api_client
 from gang.kube.transport import NAMESPACES, NODES, PDBS, PODS, Kind, Kube
 from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import POD_GROUP_LABEL
+from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, VOLCANO_DEFAULT_QUEUE
 from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
@@ -67,6 +68,10 @@ async def take(kube: Kube) -> Obj:
                 items += [_typed(kind, o, api.kind) for o in (await kube.list(kind))[0]]
                 seen.add((api.group, api.plural))
                 break
+    for queues in QUEUE_APIS:
+        if await kube.serves(queues.group, queues.version, queues.plural):
+            kind = Kind(queues.plural, queues.group, queues.version, queues.plural)
+            items += [_typed(kind, o, queues.kind) for o in (await kube.list(kind))[0]]
     pods = (await kube.list(PODS))[0]
     items += [_typed(PODS, p) for p in pods if _unfinished(p)]
     return {
@@ -121,6 +126,7 @@ def anonymise(snapshot: Obj) -> Obj:
         _Names("pod"),
         _Names("group"),
     )
+    queue = _Names("queue", (VOLCANO_DEFAULT_QUEUE, "root"))
     out = []
     for obj in snapshot["items"]:
         obj = orjson.loads(orjson.dumps(obj))  # a deep copy
@@ -135,15 +141,35 @@ def anonymise(snapshot: Obj) -> Obj:
                 labels["kubernetes.io/hostname"] = meta["name"]
         elif kind == "Pod":
             _anonymise_pod(obj, pod, node, group)
+        elif kind == "Queue":  # Volcano's or KAI's: its name, and its parent's
+            meta["name"] = queue(meta["name"])
+            spec = obj.get("spec") or {}
+            for parent in ("parent", "parentQueue"):
+                if spec.get(parent):
+                    spec[parent] = queue(spec[parent])
+        elif kind == "ElasticQuota":
+            pass  # one per namespace: the namespace is renamed below
         elif kind not in ("PriorityClass",):
             meta["name"] = group(meta["name"]) if kind != "PodDisruptionBudget" else meta["name"]
         if "namespace" in meta:
             meta["namespace"] = ns(meta["namespace"])
+        _anonymise_queue_claims(obj, queue)
         meta.pop("ownerReferences", None)
         if kind != "Pod":
             meta.pop("annotations", None)
         out.append(obj)
     return {**snapshot, "items": out, "anonymised": True}
+
+
+def _anonymise_queue_claims(obj: Obj, queue: Callable[[str], str]) -> None:
+    """The queue a pod or group names (KAI's label, a Volcano PodGroup's spec.queue) follows
+    its queue's new name."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get(KAI_QUEUE_LABEL):
+        labels[KAI_QUEUE_LABEL] = queue(labels[KAI_QUEUE_LABEL])
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "PodGroup" and isinstance(spec.get("queue"), str) and spec["queue"]:
+        spec["queue"] = queue(spec["queue"])
 
 
 def _anonymise_pod(

@@ -22,7 +22,18 @@ from gang.sim.resources import ResourceType
 
 Obj = dict[str, Any]
 #: the order objects are created in; anything else (group objects) comes before pods
-ORDER = {"Namespace": 0, "PriorityClass": 1, "Node": 2, "PodDisruptionBudget": 3, "Pod": 9}
+ORDER = {
+    "Namespace": 0,
+    "PriorityClass": 1,
+    "Node": 2,
+    "PodDisruptionBudget": 3,
+    "Queue": 4,
+    "ElasticQuota": 4,
+    "Pod": 9,
+}
+#: kinds whose status the replay restores after creating them (a create drops it): a pod's
+#: phase, a queue's state (a Closed Volcano queue takes no gangs)
+STATUS_KEPT = frozenset({"Pod", "Queue"})
 
 
 def load_into(api: SimApi, snapshot: Obj) -> Counter[str]:
@@ -43,7 +54,7 @@ def load_into(api: SimApi, snapshot: Obj) -> Counter[str]:
             counts["unserved"] += 1
             continue
         body = copy.deepcopy(obj)
-        status = body.get("status") if rt is api.rt_pods else None
+        status = body.get("status") if rt.kind in STATUS_KEPT and rt.has_status else None
         namespace = body["metadata"].get("namespace") if rt.namespaced else None
         try:
             created = api.create(rt, namespace, body)

@@ -186,3 +186,38 @@ async def test_pop_takes_the_queue_ranked_first_then_queue_sort_inside_it() -> N
     standing["a"] = 0.0
     assert await asyncio.wait_for(queue.pop(), 1) == "moved"
     assert queue.active_queues() == []
+
+
+def test_an_anonymised_snapshot_renames_queues_consistently() -> None:
+    from gang.app.snapshot import anonymise
+
+    items = [
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "org"}},
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": "team-x"},
+            "spec": {"parentQueue": "org"},
+        },
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "prod"},
+            "spec": {"queue": "team-x", "minMember": 1},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "p",
+                "namespace": "prod",
+                "labels": {"kai.scheduler/queue": "team-x"},
+            },
+            "spec": {"containers": []},
+        },
+    ]
+    out = anonymise({"items": items})["items"]
+    org, team, group, pod = out
+    assert team["spec"]["parentQueue"] == org["metadata"]["name"] != "org"
+    assert group["spec"]["queue"] == team["metadata"]["name"] != "team-x"
+    assert pod["metadata"]["labels"]["kai.scheduler/queue"] == team["metadata"]["name"]

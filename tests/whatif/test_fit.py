@@ -235,3 +235,32 @@ async def test_bench_from_snapshot_plans_capacity_with_nodes_added(tmp_path: Pat
         assert "capacity plan: 6 nodes" in grown
         assert "default/next: fits now" in grown
         assert not any(p.startswith("next-") for p in await env.api.bound())
+
+
+async def test_fit_counts_queues_a_gang_past_its_queues_limit_does_not_fit_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The copy carries the cluster's queues: a gang that would take its KAI queue past its
+    limit is 'not now' (queue-blocked) though the GPUs are free; in no queue, it fits now."""
+    async with cluster("4:gpu=8") as (env, client):
+        from kubernetes_asyncio import client as k8s
+
+        queue = {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": "capped"},
+            "spec": {"resources": {"gpu": {"quota": 0, "limit": 8}}},
+        }
+        await k8s.CustomObjectsApi(client).create_cluster_custom_object(
+            "scheduling.run.ai", "v2", "queues", queue
+        )
+        labels = {"kai.scheduler/queue": "capped"}
+        await run_gang(env, "running", 1, "low", gpu=8, labels=labels)
+        capped = manifests(tmp_path, "more", 1, 8, labels=labels)
+        code, answer = await gang_fit(env, capped, capsys)
+        assert (code, answer["answer"]) == (whatif.NOT_NOW, "does not fit now"), answer
+        assert answer["state"] == "queue-blocked"
+        assert "queue capped at its limit: holds 8 GPUs of its limit 8 GPUs" in answer["summary"]
+        free = manifests(tmp_path, "free", 1, 8)
+        code, answer = await gang_fit(env, free, capsys)
+        assert (code, answer["answer"]) == (whatif.FITS_NOW, "fits now"), answer
