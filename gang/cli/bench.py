@@ -86,9 +86,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     stream.add_argument(
         "--workload",
-        choices=["gangs", "mixed-stream"],
+        choices=["gangs", "mixed-stream", "queues"],
         default="gangs",
-        help="gangs: --pods in gangs of --gang-sizes (default); mixed-stream: see above",
+        help="gangs: --pods in gangs of --gang-sizes (default); mixed-stream: see above; "
+        "queues: teams' queues kept backlogged, each queue's GPUs over time (see below)",
     )
     stream.add_argument(
         "--reservations",
@@ -97,6 +98,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "on then off, compared side by side",
     )
     stream.add_argument("--duration", type=float, help="seconds during which gangs arrive")
+    queues = bench.add_argument_group(
+        "queues workload",
+        "queues of one queue API kept backlogged, the oldest gang finishing every "
+        "--finish-every seconds for --duration seconds (default 90); reports each queue's GPUs "
+        "per second and its time-averaged share over the second half beside its fair share, "
+        "and exits 1 when a queue misses it by more than 8 GPUs (or a limit is passed)",
+    )
+    queues.add_argument(
+        "--scenario", choices=["weighted", "lend", "limit", "tree"], default="weighted"
+    )
+    queues.add_argument(
+        "--queue-api", choices=["volcano", "kai", "elasticquota"], default="volcano"
+    )
+    queues.add_argument("--finish-every", type=float, default=1.0, metavar="SECONDS")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -109,6 +124,8 @@ def command(args: argparse.Namespace) -> int:
         return asyncio.run(_capacity_plan(args))
     if args.workload == "mixed-stream":
         return _mixed_stream(args)
+    if args.workload == "queues":
+        return _queues(args)
     for flag, value in (("--reservations", args.reservations), ("--duration", args.duration)):
         if value is not None:
             print(f"gang bench: {flag} needs --workload mixed-stream", file=sys.stderr)
@@ -211,6 +228,40 @@ _NOT_FOR_STREAMS = (
     "api_latency",
     "ceiling",
 )
+
+
+def _queues(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    import orjson
+
+    from gang.bench.queuerun import report, run_queues, scenario
+
+    try:
+        scenario(args.scenario, args.queue_api)
+    except ValueError as err:
+        print(f"gang bench: {err}", file=sys.stderr)
+        return 2
+    try:
+        result = asyncio.run(
+            run_queues(
+                args.scenario, args.queue_api, args.duration or 90.0, args.finish_every,
+                args.kubeconfig,
+            )
+        )  # fmt: skip
+    except RuntimeError as err:
+        print(f"gang bench: {err}", file=sys.stderr)
+        return 1
+    print(report(result))
+    if args.out:
+        args.out.write_bytes(orjson.dumps(asdict(result), option=orjson.OPT_INDENT_2))
+    over = [
+        q for q, v in result.expected.items() if args.scenario == "limit" and result.peak[q] > v
+    ]
+    if result.worst_miss() > 8 or over:
+        print("gang bench: a queue missed its fair share (or passed its limit)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _mixed_stream(args: argparse.Namespace) -> int:
