@@ -242,6 +242,7 @@ def parse_volcano_queue(raw: Mapping[str, Any]) -> QueueSpec:
 #: megabytes (10^6 bytes); -1 means "unlimited" (a limit) or "no quota" (a quota)
 _KAI_RESOURCES = {"gpu": (GPU, 1), "cpu": ("cpu", 1), "memory": ("memory", 1_000_000)}
 UNLIMITED = -1
+KAI_DEFAULT_PRIORITY = 100
 #: a quota of "all of it" (KAI's quota -1): entitled to everything its parent has
 ALL = -1
 
@@ -266,7 +267,8 @@ class _KaiQueueSpec(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     parent_queue: str = Field(default="", alias="parentQueue")
-    priority: StrictInt = 0
+    #: KAI treats a queue without a priority as 100
+    priority: StrictInt = KAI_DEFAULT_PRIORITY
     resources: _KaiResources = Field(default_factory=_KaiResources)
 
 
@@ -283,8 +285,8 @@ def _kai_amount(where: str, value: float, scale: int, resource: str) -> int | No
 
 def parse_kai_queue(raw: Mapping[str, Any]) -> QueueSpec:
     """KAI's fields on gang's model: ``resources.R.quota`` → quota (-1: none),
-    ``.limit`` → limit (-1: unlimited), ``.overQuotaWeight`` → weight, ``priority``,
-    ``parentQueue``. KAI has no guarantee beyond the quota: the quota is the guarantee."""
+    ``.limit`` → limit (-1: unlimited), ``.overQuotaWeight`` → weight, ``priority`` (unset:
+    100, as KAI), ``parentQueue``. KAI has no guarantee beyond the quota: the quota is the guarantee."""
     base = _base(raw, KAI_QUEUE)
     spec = raw.get("spec")
     try:

@@ -312,16 +312,25 @@ class QueueLedger:
             return True
         return self.standing(queue) > 1.0
 
-    def borrowing(self, gang: Gang) -> str | None:
-        """Why ``gang`` only borrows (its queue is at or above its fair share, with another
-        queue below its own), or None. A borrowing gang may use idle capacity but holds none
-        in reserve: a reservation is for a queue waiting for its share."""
+    def _at_or_above(self, gang: Gang) -> tuple[str, _Picture] | None:
+        """The gang's queue and the shares, when queues are in use and its queue holds at
+        least its fair share."""
         queue = gang.membership.queue
         if queue is None or not self.tree.in_use:
             return None
         picture = self._picture_now()
         if picture.standing.get(queue, 0.0) < 1.0:
             return None
+        return queue, picture
+
+    def borrowing(self, gang: Gang) -> str | None:
+        """Why ``gang`` only borrows (its queue is at or above its fair share, with another
+        queue below its own), or None. A borrowing gang may use idle capacity but holds none
+        in reserve: a reservation is for a queue waiting for its share."""
+        found = self._at_or_above(gang)
+        if found is None:
+            return None
+        queue, picture = found
         waiting = [
             q
             for q, standing in picture.standing.items()
@@ -338,12 +347,10 @@ class QueueLedger:
     def waiting_note(self, gang: Gang) -> str | None:
         """For explain and FailedScheduling: how the gang's queue stands, when it is above its
         fair share ("queue team-a holds 48 of its fair share 32 GPUs")."""
-        queue = gang.membership.queue
-        if queue is None or not self.tree.in_use:
+        found = self._at_or_above(gang)
+        if found is None:
             return None
-        picture = self._picture_now()
-        if picture.standing.get(queue, 0.0) < 1.0:
-            return None
+        queue, picture = found
         held, fair = picture.held.get(queue, {}), picture.fair.get(queue, {})
         worst = max(
             (r for r in held if r in picture.capacity),

@@ -406,45 +406,27 @@ OPERATOR_POD_GROUP_TYPES: tuple[ResourceType, ...] = (
 )
 
 
+def _queue_type(group: str, version: str, plural: str, kind: str, namespaced: bool) -> ResourceType:
+    return ResourceType(
+        group,
+        version,
+        plural,
+        kind,
+        namespaced=namespaced,
+        subresources=("status",),
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer="default",
+    )
+
+
 #: the queue APIs of shared clusters (Volcano and KAI Queues, scheduler-plugins' ElasticQuota),
 #: served by every version; CRDs in ``manifests/extra-apis/``, each with a status subresource
 QUEUE_TYPES: tuple[ResourceType, ...] = (
-    ResourceType(
-        VOLCANO_POD_GROUP_API,
-        "v1beta1",
-        "queues",
-        "Queue",
-        namespaced=False,
-        subresources=("status",),
-        builtin=False,
-        return_deleted_object=True,
-        tracks_generation=True,
-        printer="default",
-    ),
-    ResourceType(
-        "scheduling.run.ai",
-        "v2",
-        "queues",
-        "Queue",
-        namespaced=False,
-        subresources=("status",),
-        builtin=False,
-        return_deleted_object=True,
-        tracks_generation=True,
-        printer="default",
-    ),
-    ResourceType(
-        POD_GROUP_API,
-        "v1alpha1",
-        "elasticquotas",
-        "ElasticQuota",
-        namespaced=True,
-        subresources=("status",),
-        builtin=False,
-        return_deleted_object=True,
-        tracks_generation=True,
-        printer="default",
-    ),
+    _queue_type(VOLCANO_POD_GROUP_API, "v1beta1", "queues", "Queue", namespaced=False),
+    _queue_type("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),
+    _queue_type(POD_GROUP_API, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True),
 )
 
 

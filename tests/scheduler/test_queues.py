@@ -42,32 +42,36 @@ CLUSTER_128 = "16:gpu=8,cpu=64,memory=512Gi"
 MERGE = "application/merge-patch+json"
 
 
-@pytest.mark.parametrize("api", APIS)
-async def test_weighted_queues_split_a_backlogged_cluster_1_to_3(api: str) -> None:
-    plan = scenario("weighted", api)
+async def _second_half(
+    name: str, api: str, seconds: float, finish_every: float, start: float | None = None
+) -> tuple[dict[str, float], int]:
+    """Run scenario ``name`` through ``api``; every queue's time-averaged GPUs from ``start``
+    (default: the second half) must be its fair share within 8 GPUs, and nothing over-committed.
+    Returns those averages and how many gangs finished."""
+    plan = scenario(name, api)
     async with gang_env(plan.nodes) as env, env.cluster.api_client() as client:
-        load = QueueLoad(client, api, plan.queues, finish_every=0.25)
+        load = QueueLoad(client, api, plan.queues, members=plan.members, finish_every=finish_every)
         await load.setup()
-        split = (await load.run(24)).average(12)
-        assert load.finished >= 60, f"too few gangs finished to measure ({load.finished})"
+        split = (await load.run(seconds)).average(seconds / 2 if start is None else start)
         for queue, gpus in plan.expected.items():
             assert abs(split[queue] - gpus) <= 8, split
         await env.api.assert_not_overcommitted()
+        return split, load.finished
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_weighted_queues_split_a_backlogged_cluster_1_to_3(api: str) -> None:
+    _, finished = await _second_half("weighted", api, seconds=24, finish_every=0.25)
+    assert finished >= 60, f"too few gangs finished to measure ({finished})"
 
 
 @pytest.mark.parametrize("api", APIS)
 async def test_an_idle_queue_lends_its_quota_and_the_gpus_stay_used(api: str) -> None:
-    plan = scenario("lend", api)
-    async with gang_env(plan.nodes) as env, env.cluster.api_client() as client:
-        load = QueueLoad(client, api, plan.queues, finish_every=0.25)
-        await load.setup()
-        split = (await load.run(12)).average(4)
-        used = sum(split.values()) / 128
-        assert used >= 0.95, f"GPU use {used:.1%} while demand existed: {split}"
-        # the idle quota is lent to both busy queues alike (each: 32 of its own + half of 64)
-        assert split["team-c"] == 0
-        for queue, gpus in plan.expected.items():
-            assert abs(split[queue] - gpus) <= 8, split
+    # the idle quota is lent to both busy queues alike (each: 32 of its own + half of 64)
+    split, _ = await _second_half("lend", api, seconds=12, finish_every=0.25, start=4)
+    used = sum(split.values()) / 128
+    assert used >= 0.95, f"GPU use {used:.1%} while demand existed: {split}"
+    assert split["team-c"] == 0
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -93,13 +97,7 @@ async def test_a_limit_is_never_exceeded_on_an_idle_cluster(api: str) -> None:
 async def test_a_two_level_tree_converges_to_its_fair_split(api: str) -> None:
     # "all in demand": each leaf keeps more gangs waiting than its fair share holds (a queue's
     # fair share is capped by what it asks for, so a thin backlog would cap it)
-    plan = scenario("tree", api)
-    async with gang_env(plan.nodes) as env, env.cluster.api_client() as client:
-        load = QueueLoad(client, api, plan.queues, members=plan.members, finish_every=0.1)
-        await load.setup()
-        split = (await load.run(16)).average(8)
-        for queue, gpus in plan.expected.items():
-            assert abs(split[queue] - gpus) <= 8, split
+    await _second_half("tree", api, seconds=16, finish_every=0.1)
 
 
 # --- bad input: reported on the queue, its gangs wait with the reason, others are served -------

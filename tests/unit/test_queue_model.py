@@ -79,6 +79,7 @@ def test_kai_fields_units_and_unlimited() -> None:
     assert spec.limit == {"cpu": 8000}
     assert spec.guarantee == {GPU: 2, "cpu": 4000}  # "all of it" guarantees nothing
     assert spec.weight_of(GPU) == 2.0
+    assert parse_kai_queue(_obj("plain", {})).priority == 100  # KAI's default
 
 
 def test_elastic_quota_is_per_namespace() -> None:
