@@ -265,6 +265,7 @@ class GangScheduler:
             outcome = self.cycle.schedule(gang)
             self.stats.attempts[outcome] = self.stats.attempts.get(outcome, 0) + 1
             self.queue.done(key, outcome)
+            self.state.ledger.refresh(gang)  # what it still asks its queue for
             await asyncio.sleep(0)  # let informers and binds run between cycles
 
     # --- callbacks -----------------------------------------------------------------------

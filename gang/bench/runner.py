@@ -48,6 +48,7 @@ from gang.bench.workload import (
     podgroup,
     pods,
     preemptor_gang,
+    queue_objects,
 )
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
@@ -358,6 +359,8 @@ class Driver:
         assert cluster is not None
         where = machine()
         await cluster.create_namespace(NAMESPACE)
+        for queue in queue_objects(self.config):  # (the KAI Queue API: the simulator serves it)
+            await custom.create_cluster_custom_object("scheduling.run.ai", "v2", "queues", queue)
         await cluster.create_priority_classes(
             [*self.config.priorities, *([PREEMPTOR_PRIORITY] if self.config.preemptor else [])]
         )

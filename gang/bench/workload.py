@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_LABEL, POD_GROUP_VERSION
+from gang.models.queueapis import KAI_QUEUE_LABEL
 from gang.sim.latency import parse_latency
 
 NAMESPACE = "bench"
@@ -49,6 +50,8 @@ class BenchConfig(BaseModel):
     timeout_seconds: float = Field(default=600.0, gt=0)
     #: the scheduler's own settings overrides (GANG_SCHEDULER__* equivalents), e.g. {"qps": 5000}
     scheduler: dict[str, Any] = Field(default_factory=dict)
+    #: gangs spread round-robin over this many KAI queues of equal weight (0: no queues)
+    queues: int = Field(default=0, ge=0)
     #: placement rules every member states against its own gang
     rules: list[Rule] = Field(default_factory=list)
     #: after the workload is bound, a gang of this many members at a higher priority than
@@ -88,6 +91,8 @@ class GangSpec:
     name: str
     size: int
     priority: int | None
+    #: the KAI queue it is in (``BenchConfig.queues``), or None
+    queue: str | None = None
 
 
 def plan(config: BenchConfig) -> list[GangSpec]:
@@ -97,9 +102,24 @@ def plan(config: BenchConfig) -> list[GangSpec]:
     while left > 0:
         size = min(left, rng.randint(config.min_gang, config.max_gang))
         priority = rng.choice(config.priorities) if config.priorities else None
-        gangs.append(GangSpec(f"g{len(gangs):05d}", size, priority))
+        queue = f"bench-q{len(gangs) % config.queues}" if config.queues else None
+        gangs.append(GangSpec(f"g{len(gangs):05d}", size, priority, queue))
         left -= size
     return gangs
+
+
+def queue_objects(config: BenchConfig) -> list[dict[str, Any]]:
+    """``queues`` KAI queues of equal weight and no quota: fair share alone divides the
+    cluster, and the scheduler ranks queues before every pop."""
+    return [
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": f"bench-q{i}"},
+            "spec": {"resources": {"gpu": {"quota": 0, "overQuotaWeight": 1, "limit": -1}}},
+        }
+        for i in range(config.queues)
+    ]
 
 
 #: the preemptor gang's name and its PriorityClass value (above every workload priority)
@@ -114,10 +134,13 @@ def preemptor_gang(config: BenchConfig) -> tuple[GangSpec, BenchConfig]:
 
 
 def podgroup(gang: GangSpec) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": gang.name, "namespace": NAMESPACE}
+    if gang.queue:
+        meta["labels"] = {KAI_QUEUE_LABEL: gang.queue}
     return {
         "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
         "kind": "PodGroup",
-        "metadata": {"name": gang.name, "namespace": NAMESPACE},
+        "metadata": meta,
         "spec": {"minMember": gang.size, "scheduleTimeoutSeconds": 120},
     }
 
@@ -165,7 +188,11 @@ def pods(
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     spec.update(rules_spec(gang.name, config.rules))
-    return member_pods(gang.name, gang.size, spec)
+    members = member_pods(gang.name, gang.size, spec)
+    if gang.queue:
+        for pod in members:
+            pod["metadata"]["labels"] = {**pod["metadata"]["labels"], KAI_QUEUE_LABEL: gang.queue}
+    return members
 
 
 def member_pods(

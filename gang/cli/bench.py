@@ -66,6 +66,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "gang's run the same pods are bound by a binder that knows the answer, and gang's "
         "pods/s is reported as a percentage of it; 'none' skips it",
     )
+    bench.add_argument(
+        "--queues",
+        type=int,
+        help="spread the gangs round-robin over this many KAI queues of equal weight (the "
+        "scheduler then ranks queues by fair share before every gang)",
+    )
     bench.add_argument("--quiet", action="store_true", help="no progress output")
     plan = bench.add_argument_group(
         "capacity planning",
@@ -162,6 +168,7 @@ def command(args: argparse.Namespace) -> int:
         ("preemptor", args.preemptor),
         ("preemptor_gpus", args.preemptor_gpus),
         ("gpus_per_pod", args.gpus_per_pod),
+        ("queues", args.queues),
         ("api_latency", args.api_latency),
         ("ceiling_levels", _levels(args.ceiling)),
     ):
@@ -225,6 +232,7 @@ _NOT_FOR_STREAMS = (
     "preemptor",
     "preemptor_gpus",
     "gpus_per_pod",
+    "queues",
     "api_latency",
     "ceiling",
 )

@@ -17,8 +17,11 @@ nominations: ``ClusterCache.held_by``); what it *asks for* is that plus its wait
 pending members (and stand-ins for members not created yet, up to minMember). The capacity
 divided is the schedulable nodes' allocatable less what pods outside every usable queue hold.
 
-Invariant: ``_gangs[q]`` holds exactly the keys whose ``Membership.queue`` is ``q``; a gang with
-no queue (its queue claims are contradictory) is in ``_gangs`` under no key.
+Invariants (``check()`` recounts them): ``_gangs[q]`` holds exactly the keys whose
+``Membership.queue`` is ``q`` (a gang with no queue, its claims contradictory, is under no key);
+``_held[q]`` is the sum of ``ClusterCache.held_by`` over ``_gangs[q]`` (the cache reports every
+change through ``on_hold``; a gang changing queues carries its holdings along); ``_asks[q]`` is
+the sum of ``_asks_of`` over ``_gangs[q]``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from gang.queue.tree import Membership, QueueTree, claims_of, display_name
 from gang.scheduling.gang import Gang, GangKey
 from gang.state.cache import ClusterCache, holder_of
 from gang.state.podinfo import PodInfo
+from gang.state.resources import Vector
 
 #: resources no queue divides (every pod asks for one of them)
 NOT_DIVIDED = frozenset({"pods"})
@@ -87,9 +91,15 @@ class QueueLedger:
         self.cache = cache
         self.gangs = gangs
         self._gangs: dict[str, set[GangKey]] = {}
-        #: bumped when a gang joins or leaves a queue or its pending members change
+        #: per queue, what its gangs hold (kept by the cache's hold hook and ``place``) and what
+        #: its waiting gangs ask for (kept by ``refresh``), so a picture costs O(queues)
+        self._held: dict[str, Vector] = {}
+        self._asks_of: dict[GangKey, Amounts] = {}
+        self._asks: dict[str, Amounts] = {}
+        #: bumped on every change of membership, holdings or asks
         self.version = 0
         self._picture: _Picture | None = None
+        cache.on_hold = self._held_changed
 
     # --- membership ----------------------------------------------------------------------
 
@@ -106,11 +116,14 @@ class QueueLedger:
             gang.membership = found
             if found.queue is not None:
                 self._gangs.setdefault(found.queue, set()).add(gang.key)
+                self._move(found.queue, self.cache.held_by.get(gang.key), +1)
+                _add(self._asks.setdefault(found.queue, {}), self._asks_of.get(gang.key, {}))
             self.touch()
         return found
 
     def forget(self, gang: Gang) -> None:
         self._leave(gang)
+        self._asks_of.pop(gang.key, None)
         self.touch()
 
     def _leave(self, gang: Gang) -> None:
@@ -121,6 +134,43 @@ class QueueLedger:
                 members.discard(gang.key)
                 if not members:
                     del self._gangs[queue]
+            self._move(queue, self.cache.held_by.get(gang.key), -1)
+            _add(self._asks.setdefault(queue, {}), self._asks_of.get(gang.key, {}), -1)
+
+    def _move(self, queue: str, vector: Vector | None, sign: int) -> None:
+        if vector is None:
+            return
+        fit = self.cache.index.fit
+        held = self._held.get(queue)
+        self._held[queue] = sign * fit(vector) if held is None else fit(held) + sign * fit(vector)
+
+    def _held_changed(self, holder: tuple[str, str, str], delta: Vector) -> None:
+        """The cache's hook: a pod of ``holder`` (a gang key) was counted or released. Without
+        queues nothing is kept (``replace_all`` recounts when the first queue appears)."""
+        if not self.tree.in_use:
+            return
+        gang = self.gangs.get(holder)  # type: ignore[call-overload]
+        queue = gang.membership.queue if gang is not None else None
+        if queue is not None:
+            self._move(queue, delta, +1)
+            self.version += 1
+
+    def refresh(self, gang: Gang) -> None:
+        """The gang's waiting members may have changed (it was enqueued, or a cycle ran for
+        it): recount what it asks for."""
+        if not self.tree.in_use:
+            return
+        asks = self._asks_(gang)
+        before = self._asks_of.get(gang.key, {})
+        if asks == before:
+            return
+        self._asks_of[gang.key] = asks
+        queue = gang.membership.queue
+        if queue is not None:
+            total = self._asks.setdefault(queue, {})
+            _add(total, before, -1)
+            _add(total, asks)
+        self.version += 1
 
     def replace_all(self) -> list[Gang]:
         """The queues changed: place every gang again; returns those whose queue changed."""
@@ -129,26 +179,61 @@ class QueueLedger:
             before = gang.membership
             if self.place(gang) != before:
                 moved.append(gang)
-        self.touch()
+        self._recount()
         return moved
+
+    def _recount(self) -> None:
+        """Every queue's holdings and asks counted afresh from its gangs."""
+        self._held.clear()
+        self._asks.clear()
+        self._asks_of.clear()
+        if self.tree.in_use:
+            for queue, keys in self._gangs.items():
+                for key in keys:
+                    self._move(queue, self.cache.held_by.get(key), +1)
+                    gang = self.gangs.get(key)
+                    if gang is not None:
+                        self._asks_of[key] = asks = self._asks_(gang)
+                        _add(self._asks.setdefault(queue, {}), asks)
+        self.touch()
 
     def touch(self) -> None:
         self.version += 1
 
     # --- what queues hold and ask for --------------------------------------------------------
 
-    def _holding(self, keys: Iterable[GangKey]) -> Amounts:
-        index = self.cache.index
-        total = np.zeros(len(index), dtype=np.int64)
-        for key in keys:
-            held = self.cache.held_by.get(key)
-            if held is not None:
-                total = index.fit(total) + index.fit(held)
-        return {index.names[i]: float(v) for i, v in enumerate(total) if v}
+    def _amounts(self, vector: Vector | None) -> Amounts:
+        if vector is None:
+            return {}
+        names = self.cache.index.names
+        return {
+            names[i]: float(v) for i, v in enumerate(vector) if v and names[i] not in NOT_DIVIDED
+        }
 
     def held(self, queue: str) -> Amounts:
         """What ``queue`` and the queues under it hold now (live, not memoised)."""
-        return self._holding(k for q in self._subtree(queue) for k in self._gangs.get(q, ()))
+        return self._sum(
+            {q: self._amounts(self._held.get(q)) for q in self._subtree(queue)},
+            self._subtree(queue),
+        )
+
+    def check(self) -> None:
+        """Recount every queue's holdings and asks from the gangs (tests)."""
+        index = self.cache.index
+        for queue, keys in self._gangs.items():
+            total = np.zeros(len(index), dtype=np.int64)
+            asks: Amounts = {}
+            for key in keys:
+                held = self.cache.held_by.get(key)
+                if held is not None:
+                    total = index.fit(total) + index.fit(held)
+                _add(asks, self._asks_of.get(key, {}))
+            if self._amounts(total) != self._amounts(self._held.get(queue)):
+                raise AssertionError(f"queue {queue}: holdings drifted from its gangs'")
+            if {r: v for r, v in asks.items() if v} != {
+                r: v for r, v in self._asks.get(queue, {}).items() if v
+            }:
+                raise AssertionError(f"queue {queue}: asks drifted from its gangs'")
 
     def _subtree(self, queue: str) -> list[str]:
         """``queue`` and every queue under it (once each, even inside a cycle of parents)."""
@@ -160,7 +245,7 @@ class QueueLedger:
                     stack.append(child)
         return out
 
-    def _asks(self, gang: Gang) -> Amounts:
+    def _asks_(self, gang: Gang) -> Amounts:
         """What a waiting gang asks for beyond what it holds."""
         if gang.never_fits is not None:
             return {}
@@ -176,7 +261,7 @@ class QueueLedger:
 
     def _picture_now(self) -> _Picture:
         cache = self.cache
-        stamp = (self.tree.version, self.version, cache.held_version, cache.version)
+        stamp = (self.tree.version, self.version, cache.version)
         picture = self._picture
         if picture is not None and picture.stamp == stamp:
             return picture
@@ -184,11 +269,9 @@ class QueueLedger:
         valid = set(self.tree.valid())
         leaves = [q for q in valid if self.tree.is_leaf(q)]
         for queue in leaves:
-            members = [self.gangs[k] for k in self._gangs.get(queue, ()) if k in self.gangs]
-            held = self._holding(g.key for g in members)
+            held = self._amounts(self._held.get(queue))
             demand = dict(held)
-            for gang in members:
-                _add(demand, self._asks(gang))
+            _add(demand, self._asks.get(queue, {}))
             picture.held[queue], picture.demand[queue] = held, demand
         picture.capacity = self._capacity(picture.held.values())
         terms = {key: _terms(self.tree.specs[key]) for key in valid}
@@ -419,7 +502,11 @@ def _terms(spec: QueueSpec) -> QueueTerms:
 def _add(into: Amounts, amounts: Mapping[str, float | int], times: int = 1) -> None:
     for resource, amount in amounts.items():
         if resource not in NOT_DIVIDED and amount:
-            into[resource] = into.get(resource, 0.0) + float(amount) * times
+            total = into.get(resource, 0.0) + float(amount) * times
+            if total:
+                into[resource] = total
+            else:
+                into.pop(resource, None)
 
 
 def _text(resource: str, amount: float) -> str:

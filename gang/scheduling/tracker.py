@@ -259,6 +259,7 @@ class ClusterState:
             self.drop_gang(gang)
         else:
             self.ledger.place(gang)  # the member that left may have named its queue
+            self.ledger.refresh(gang)  # ... and it no longer asks for its room
             self.reporter.gang_changed(gang)
 
     def _unreserve_member(self, gang: Gang, pod: Key) -> None:
@@ -456,6 +457,7 @@ class ClusterState:
         quorum = gang.min_member
         gang.podgroup = info
         self.ledger.place(gang)
+        self.ledger.refresh(gang)  # minMember decides the members it holds room for
         if (gang.reserved or gang.placeholders) and previous is not None:
             if info.error is not None and previous.error is None:
                 self.on_disruption(gang, f"its PodGroup became invalid: {info.error}")
@@ -509,7 +511,7 @@ class ClusterState:
 
     def enqueue(self, gang: Gang) -> None:
         """Offer the gang to the queue under its current QueueSort key, in its queue's heap."""
-        self.ledger.touch()
+        self.ledger.refresh(gang)
         self.queue.add(gang.key, self.queue_sort.sort_key(gang), gang.membership.queue or "")
 
     def register_vectors(self, pods: list[PodInfo]) -> None:

@@ -33,7 +33,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -139,7 +139,8 @@ class ClusterCache:
         #: what the ASSUMED or BOUND pods of each gang hold, by :func:`holder_of` (the queues'
         #: usage is the sum over their gangs), and a counter bumped whenever any of it changes
         self.held_by: dict[tuple[str, str, str], Vector] = {}
-        self.held_version = 0
+        #: told of every change of ``held_by``: (gang, the vector added; negative: released)
+        self.on_hold: Callable[[tuple[str, str, str], Vector], None] | None = None
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         self.volumes = VolumeCatalog()
         self.selecting = SelectorCatalog()
@@ -196,7 +197,8 @@ class ClusterCache:
             self.held_by[holder] = total
         else:
             self.held_by.pop(holder, None)
-        self.held_version += 1
+        if self.on_hold is not None:
+            self.on_hold(holder, sign * vec)
 
     def _attach(self, record: PodRecord, info: PodInfo) -> None:
         record.info = info
