@@ -27,7 +27,7 @@ bumped on every change of ``specs`` so callers may cache what they derive from i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from gang.models.queueapis import (
@@ -74,10 +74,15 @@ class QueueTree:
     # --- the informers' side -------------------------------------------------------------
 
     def upsert(self, spec: QueueSpec) -> bool:
-        """Record a queue object; True when it changed."""
-        if self.specs.get(spec.key) == spec:
-            return False
+        """Record a queue object; True when it changed in a way that matters to scheduling
+        (a new status alone — gang's own writes among them — is recorded, and is no change)."""
+        before = self.specs.get(spec.key)
         self.specs[spec.key] = spec
+        if (
+            before is not None
+            and replace(before, status=spec.status, resource_version=spec.resource_version) == spec
+        ):
+            return False
         self._changed()
         return True
 

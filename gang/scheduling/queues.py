@@ -96,6 +96,8 @@ class QueueLedger:
         self._held: dict[str, Vector] = {}
         self._asks_of: dict[GangKey, Amounts] = {}
         self._asks: dict[str, Amounts] = {}
+        #: gangs whose asks may have changed since they were last counted
+        self._stale: set[GangKey] = set()
         #: bumped on every change of membership, holdings or asks
         self.version = 0
         self._picture: _Picture | None = None
@@ -124,6 +126,7 @@ class QueueLedger:
     def forget(self, gang: Gang) -> None:
         self._leave(gang)
         self._asks_of.pop(gang.key, None)
+        self._stale.discard(gang.key)
         self.touch()
 
     def _leave(self, gang: Gang) -> None:
@@ -157,20 +160,27 @@ class QueueLedger:
 
     def refresh(self, gang: Gang) -> None:
         """The gang's waiting members may have changed (it was enqueued, or a cycle ran for
-        it): recount what it asks for."""
-        if not self.tree.in_use:
-            return
-        asks = self._asks_(gang)
-        before = self._asks_of.get(gang.key, {})
-        if asks == before:
-            return
-        self._asks_of[gang.key] = asks
-        queue = gang.membership.queue
-        if queue is not None:
-            total = self._asks.setdefault(queue, {})
-            _add(total, before, -1)
-            _add(total, asks)
-        self.version += 1
+        it): what it asks for is recounted before the shares are next needed (once, however
+        many of its members arrived meanwhile)."""
+        if self.tree.in_use:
+            self._stale.add(gang.key)
+
+    def _settle(self) -> None:
+        """Recount the asks of the gangs ``refresh`` marked."""
+        stale, self._stale = self._stale, set()
+        for key in stale:
+            gang = self.gangs.get(key)
+            asks = self._asks_(gang) if gang is not None else {}
+            before = self._asks_of.get(key, {})
+            if asks == before:
+                continue
+            self._asks_of[key] = asks
+            queue = gang.membership.queue if gang is not None else None
+            if queue is not None:
+                total = self._asks.setdefault(queue, {})
+                _add(total, before, -1)
+                _add(total, asks)
+            self.version += 1
 
     def replace_all(self) -> list[Gang]:
         """The queues changed: place every gang again; returns those whose queue changed."""
@@ -187,6 +197,7 @@ class QueueLedger:
         self._held.clear()
         self._asks.clear()
         self._asks_of.clear()
+        self._stale.clear()
         if self.tree.in_use:
             for queue, keys in self._gangs.items():
                 for key in keys:
@@ -219,6 +230,7 @@ class QueueLedger:
 
     def check(self) -> None:
         """Recount every queue's holdings and asks from the gangs (tests)."""
+        self._settle()
         index = self.cache.index
         for queue, keys in self._gangs.items():
             total = np.zeros(len(index), dtype=np.int64)
@@ -261,6 +273,8 @@ class QueueLedger:
 
     def _picture_now(self) -> _Picture:
         cache = self.cache
+        if self._stale:
+            self._settle()
         stamp = (self.tree.version, self.version, cache.version)
         picture = self._picture
         if picture is not None and picture.stamp == stamp:
