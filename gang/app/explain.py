@@ -121,7 +121,7 @@ def _judge(scheduler: GangScheduler, gang: Gang) -> tuple[str, str, list[str]]:
         return INVALID, f"its group object is invalid: {gang.podgroup.error}", ["fix the spec"]
     if placed >= need and not gang.pending():
         return PLACED, f"{placed} member(s) placed (minMember {need})", []
-    blocked = _queue_blocked(gang)
+    blocked = _queue_blocked(scheduler, gang)
     if blocked is not None and placed < need:
         return QUEUE_BLOCKED, blocked, _queue_help(blocked)
     if placed >= need:
@@ -170,14 +170,12 @@ def _judge(scheduler: GangScheduler, gang: Gang) -> tuple[str, str, list[str]]:
     return QUEUED, "not tried yet", []
 
 
-def _queue_blocked(gang: Gang) -> str | None:
-    """Why the gang's queue refuses it now, if it does."""
+def _queue_blocked(scheduler: GangScheduler, gang: Gang) -> str | None:
+    """Why the gang's queue refuses it now, if it does: the cycle's own admission check, on
+    its waiting members."""
     if gang.membership.error is not None:
         return gang.membership.error
-    failure = gang.last_failure or ""
-    if failure.startswith("queue ") and " at its limit" in failure:
-        return failure
-    return None
+    return scheduler.state.ledger.admit(gang, gang.pending())
 
 
 def _queue_help(why: str) -> list[str]:

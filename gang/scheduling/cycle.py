@@ -47,7 +47,7 @@ from gang.scheduling.framework import (
     Wait,
     call,
 )
-from gang.scheduling.gang import Gang, GangKey, Preempting, Reservation
+from gang.scheduling.gang import Gang, Preempting, Reservation
 from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.preemption import Plan, Request, leaving
@@ -496,7 +496,9 @@ class Cycle:
             # a queue below its fair share is entitled to what frees up: another queue's
             # reservation holds only against that queue's own gangs and borrowing ones
             queue = gang.membership.queue
-            self._holding = [r for r in self._holding if self._queue_of(r.gang) == queue]
+            self._holding = [
+                r for r in self._holding if self.state.ledger.queue_of(r.gang) == queue
+            ]
 
     def _placed_with_reservations(self, gang: Gang, placement: Placement) -> None:
         """The gang placed: its own reservation has done its work; a placement on capacity
@@ -536,7 +538,8 @@ class Cycle:
             return message
         book, cache, now = self.state.reservations, self.state.cache, self._now
         own = gang.reservation
-        if own is not None and self.state.ledger.borrowing(gang) is not None:
+        borrowing = self.state.ledger.borrowing(gang)
+        if own is not None and borrowing is not None:
             self._drop_reservation(gang, "its queue is at or above its fair share now")
             own = None
         if own is not None:
@@ -551,9 +554,9 @@ class Cycle:
             log.info("gang %s: reservation dropped: its nodes can no longer hold it", gang.key)
         if now < gang.reserve_after:
             return self._not_reserved(gang, message, str(gang.reservation_expired))
-        borrowing = self.state.ledger.borrowing(gang) or self._queue_reserved(gang)
-        if borrowing is not None:
-            return self._not_reserved(gang, message, borrowing)
+        refused = borrowing or self._queue_reserved(gang)
+        if refused is not None:
+            return self._not_reserved(gang, message, refused)
         memo = gang.reservation_memo
         if memo is not None and memo[:2] == (cache.version, book.version) and now < memo[2]:
             return message  # refused moments ago, and nothing it depends on has moved
@@ -588,10 +591,6 @@ class Cycle:
         self.state.reporter.gang_changed(gang)
         return _append(message, note)
 
-    def _queue_of(self, key: GangKey) -> str | None:
-        other = self.state.gangs.get(key)
-        return other.membership.queue if other is not None else None
-
     def _queue_reserved(self, gang: Gang) -> str | None:
         """With queues in use, a queue holds at most one reservation, for its first waiting
         gang: many reservations of one queue's small gangs would hold capacity against the
@@ -600,7 +599,7 @@ class Cycle:
             return None
         queue = gang.membership.queue
         for key in self.state.reservations.by_gang:
-            if key != gang.key and self._queue_of(key) == queue:
+            if key != gang.key and self.state.ledger.queue_of(key) == queue:
                 return f"gang {key} of its queue holds the queue's reservation"
         return None
 

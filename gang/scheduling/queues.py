@@ -223,10 +223,8 @@ class QueueLedger:
 
     def held(self, queue: str) -> Amounts:
         """What ``queue`` and the queues under it hold now (live, not memoised)."""
-        return self._sum(
-            {q: self._amounts(self._held.get(q)) for q in self._subtree(queue)},
-            self._subtree(queue),
-        )
+        subtree = self._subtree(queue)
+        return self._sum({q: self._amounts(self._held.get(q)) for q in subtree}, subtree)
 
     def check(self) -> None:
         """Recount every queue's holdings and asks from the gangs (tests)."""
@@ -395,9 +393,13 @@ class QueueLedger:
                     )
         return None
 
-    def queue_of_pod(self, pod: PodInfo) -> str | None:
-        gang = self.gangs.get(GangKey(*holder_of(pod)))
+    def queue_of(self, key: GangKey) -> str | None:
+        """The queue of the gang ``key`` (None: unknown gang, or its queue claims clash)."""
+        gang = self.gangs.get(key)
         return gang.membership.queue if gang is not None else None
+
+    def queue_of_pod(self, pod: PodInfo) -> str | None:
+        return self.queue_of(GangKey(*holder_of(pod)))
 
     def may_evict(self, preemptor: Gang, victim: PodInfo) -> bool:
         """Priority preemption takes victims only from the preemptor's own queue, from queues
@@ -483,7 +485,7 @@ class QueueLedger:
                     weight=headline_weight(spec),
                     priority=spec.priority,
                     fair=picture.fair.get(key, {}),
-                    held=picture.held.get(key, self.held(key)),
+                    held=picture.held[key] if key in picture.held else self.held(key),
                     demand=picture.demand.get(key, {}),
                     standing=picture.standing.get(key, 0.0),
                     borrowing=picture.borrowing.get(key, Borrowing(0, 0.0, "", False)),

@@ -376,21 +376,29 @@ NATIVE_GANG_TYPES: dict[str, tuple[ResourceType, ...]] = {
     ),
 }
 
-#: PodGroup CRDs of other schedulers, served by every version. No short names: ``pg`` stays
-#: gang's own scheduling.x-k8s.io (their CRDs, ``manifests/extra-apis/``, say the same).
-OPERATOR_POD_GROUP_TYPES: tuple[ResourceType, ...] = (
-    ResourceType(
-        SIGS_POD_GROUP_API,
-        "v1alpha1",
-        "podgroups",
-        "PodGroup",
-        namespaced=True,
+
+def _custom_type(
+    group: str, version: str, plural: str, kind: str, namespaced: bool
+) -> ResourceType:
+    """A custom resource as its CRD serves it, with a status subresource."""
+    return ResourceType(
+        group,
+        version,
+        plural,
+        kind,
+        namespaced=namespaced,
         subresources=("status",),
         builtin=False,
         return_deleted_object=True,
         tracks_generation=True,
         printer="default",
-    ),
+    )
+
+
+#: PodGroup CRDs of other schedulers, served by every version. No short names: ``pg`` stays
+#: gang's own scheduling.x-k8s.io (their CRDs, ``manifests/extra-apis/``, say the same).
+OPERATOR_POD_GROUP_TYPES: tuple[ResourceType, ...] = (
+    _custom_type(SIGS_POD_GROUP_API, "v1alpha1", "podgroups", "PodGroup", namespaced=True),
     ResourceType(
         VOLCANO_POD_GROUP_API,
         "v1beta1",
@@ -406,27 +414,12 @@ OPERATOR_POD_GROUP_TYPES: tuple[ResourceType, ...] = (
 )
 
 
-def _queue_type(group: str, version: str, plural: str, kind: str, namespaced: bool) -> ResourceType:
-    return ResourceType(
-        group,
-        version,
-        plural,
-        kind,
-        namespaced=namespaced,
-        subresources=("status",),
-        builtin=False,
-        return_deleted_object=True,
-        tracks_generation=True,
-        printer="default",
-    )
-
-
 #: the queue APIs of shared clusters (Volcano and KAI Queues, scheduler-plugins' ElasticQuota),
 #: served by every version; CRDs in ``manifests/extra-apis/``, each with a status subresource
 QUEUE_TYPES: tuple[ResourceType, ...] = (
-    _queue_type(VOLCANO_POD_GROUP_API, "v1beta1", "queues", "Queue", namespaced=False),
-    _queue_type("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),
-    _queue_type(POD_GROUP_API, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True),
+    _custom_type(VOLCANO_POD_GROUP_API, "v1beta1", "queues", "Queue", namespaced=False),
+    _custom_type("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False),
+    _custom_type(POD_GROUP_API, "v1alpha1", "elasticquotas", "ElasticQuota", namespaced=True),
 )
 
 

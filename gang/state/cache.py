@@ -137,7 +137,7 @@ class ClusterCache:
         #: is anyone lower?)
         self.priorities: Counter[int] = Counter()
         #: what the ASSUMED or BOUND pods of each gang hold, by :func:`holder_of` (the queues'
-        #: usage is the sum over their gangs), and a counter bumped whenever any of it changes
+        #: usage is the sum over their gangs)
         self.held_by: dict[tuple[str, str, str], Vector] = {}
         #: told of every change of ``held_by``: (gang, the vector added; negative: released)
         self.on_hold: Callable[[tuple[str, str, str], Vector], None] | None = None
