@@ -107,8 +107,14 @@ def explain(scheduler: GangScheduler, gang: Gang) -> dict[str, Any]:
         answer["not_reserved_because"] = gang.reservation_refused
     if gang.preempting is not None:
         answer["preemption"] = {
+            "kind": "reclaim" if gang.preempting.reclaim else "preemption",
             "evicting": gang.preempting.summary,
             "victim_pods": len(gang.preempting.victims),
+        }
+    if gang.preempted_by is not None:  # a victim: who took its members, and why
+        answer["disrupted"] = {
+            "kind": "reclaimed" if gang.reclaimed else "preempted",
+            "by": gang.preempted_by,
         }
     return answer
 
@@ -343,7 +349,10 @@ def render(answer: dict[str, Any]) -> str:
             f"(waiting for {res['waiting_for_pods']} pod(s))"
         )
     if "preemption" in answer:
-        lines.append(f"  preemption: evicting {answer['preemption']['evicting']}")
+        preemption = answer["preemption"]
+        lines.append(f"  {preemption['kind']}: evicting {preemption['evicting']}")
+    if "disrupted" in answer:
+        lines.append(f"  {answer['disrupted']['kind']} by {answer['disrupted']['by']}")
     if answer.get("not_reserved_because"):
         lines.append(f"  no reservation: {answer['not_reserved_because']}")
     if answer["nodes"]:

@@ -76,6 +76,19 @@ class SchedulerCollector(Collector):
         yield CounterMetricFamily(
             "gang_preempted_pods", "Pods chosen as preemption victims", value=cycle.preempted_pods
         )
+        yield CounterMetricFamily(
+            "gang_reclaims",
+            "Reclaims decided (preemptions across queues, for a queue below its fair share)",
+            value=cycle.reclaims,
+        )
+        for name, text, counts in (
+            ("gang_reclaimed_gangs", "Gangs reclaimed from the queue", cycle.reclaimed_gangs),
+            ("gang_reclaimed_pods", "Pods reclaimed from the queue", cycle.reclaimed_pods),
+        ):
+            family = CounterMetricFamily(name, text, labels=["queue"])
+            for queue, count in sorted(counts.items()):
+                family.add_metric([queue], count)
+            yield family
         decisions = cycle.preemption_decisions
         yield HistogramMetricFamily(
             "gang_preemption_decision_seconds",

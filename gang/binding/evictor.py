@@ -130,16 +130,21 @@ class Evictor:
     async def _carry_out(self, gang: Gang, plan: Plan) -> None:
         who = f"gang {gang.key} (priority {gang.priority})"
         reporter = self.state.reporter
+        reason, text = "Preempting", plan.summary()
+        if plan.reclaim is not None:
+            reason, text = "Reclaiming", f"{text}: {plan.reclaim}"
         if gang.podgroup is not None:
-            reporter.podgroup_event(gang.podgroup, "Normal", "Preempting", plan.summary())
+            reporter.podgroup_event(gang.podgroup, "Normal", reason, text)
         elif gang.members:
             pod = next(iter(gang.members.values()))
-            reporter.pod_event(pod.key, pod.uid, "Normal", "Preempting", plan.summary())
+            reporter.pod_event(pod.key, pod.uid, "Normal", reason, text)
         await self._nominate(gang, plan.assignments)
         await asyncio.gather(*(self._victim_gang(gang, who, v, plan) for v in plan.victims))
 
     async def _victim_gang(self, gang: Gang, who: str, victim: VictimGang, plan: Plan) -> None:
         message = f"{self.scheduler_name}: preempting to accommodate a higher priority {who}"
+        if plan.reclaim is not None:
+            message = f"{self.scheduler_name}: reclaimed for {who}: {plan.reclaim}"
         marks = await asyncio.gather(
             *(
                 self._write_status(
@@ -153,7 +158,7 @@ class Evictor:
             await self._unmark(victim.pods, "its members could not all be marked")
             self._spare(gang, victim, "could not be marked for preemption")
             return
-        self._say_preempted(who, victim)
+        self._say_preempted(who, victim, plan.reclaim)
         first, rest = victim.pods[0], victim.pods[1:]
         if not await self._evict(first, who, plan.past_budget, refusal_spares=True):
             await self._unmark(victim.pods, "a PodDisruptionBudget refused the eviction")
@@ -245,30 +250,41 @@ class Evictor:
 
     # --- what users see --------------------------------------------------------------------
 
-    def _say_preempted(self, who: str, victim: VictimGang) -> None:
+    def _say_preempted(self, who: str, victim: VictimGang, reclaim: str | None) -> None:
+        """Events on the victim's pods and group, and the condition on its group: "Preempted"
+        by a higher priority, or "Reclaimed" by a queue below its fair share (with the shares)."""
         reporter = self.state.reporter
+        reason, verb = ("Reclaimed", "reclaimed") if reclaim else ("Preempted", "preempted")
+        why = f" ({reclaim})" if reclaim else ""
         for pod in victim.pods:
             reporter.pod_event(
                 pod.key,
                 pod.uid,
                 "Normal",
-                "Preempted",
-                f"Preempted by {who} on node {pod.node_name}",
+                reason,
+                f"{verb.capitalize()} by {who} on node {pod.node_name}{why}",
             )
         if not victim.group:
             return
+        self.state.disrupted[(victim.namespace, victim.group)] = (
+            f"{who}: {reclaim}" if reclaim else who,
+            reclaim is not None,
+        )
         podgroup = self.state.podgroups.get((victim.namespace, victim.group))
         if podgroup is not None:
             reporter.podgroup_event(
                 podgroup,
                 "Normal",
-                "Preempted",
-                f"{len(victim.pods)} of {victim.bound} running member(s) preempted by {who}"
-                + ("" if victim.whole else f", keeping minMember {victim.min_member}"),
+                reason,
+                f"{len(victim.pods)} of {victim.bound} running member(s) {verb} by {who}"
+                + ("" if victim.whole else f", keeping minMember {victim.min_member}")
+                + (f": {reclaim}" if reclaim else ""),
             )
         for ours in self.state.gangs.values():
             if ours.key.namespace == victim.namespace and ours.key.group == victim.group:
-                ours.preempted_by = who
+                ours.preempted_by, ours.reclaimed = self.state.disrupted[
+                    (victim.namespace, victim.group)
+                ]
                 reporter.gang_changed(ours)
 
     def _spare(self, gang: Gang, victim: VictimGang, why: str) -> None:

@@ -153,7 +153,7 @@ def coscheduling_status(gang: Gang, previous: Mapping[str, Any]) -> Status:
     if refused is not None:
         conditions.append(condition(previous, "Supported", "False", "UnsupportedField", refused))
     if gang.preempted_by is not None:
-        conditions.append(_disruption(gang.preempted_by, previous))
+        conditions.append(_disruption(gang, gang.preempted_by, previous))
     reserved = reserved_condition(gang, previous)
     if reserved is not None:
         conditions.append(reserved)
@@ -175,7 +175,11 @@ def coscheduling_status(gang: Gang, previous: Mapping[str, Any]) -> Status:
     return status
 
 
-def _disruption(by: str, previous: Mapping[str, Any]) -> Status:
+def _disruption(gang: Gang, by: str, previous: Mapping[str, Any]) -> Status:
+    if gang.reclaimed:
+        return condition(
+            previous, "DisruptionTarget", "True", "Reclaimed", f"members reclaimed: {by}"
+        )
     return condition(
         previous, "DisruptionTarget", "True", "PreemptionByScheduler", f"members preempted by {by}"
     )
@@ -224,6 +228,8 @@ def volcano_status(
         conditions["Scheduled"] = _volcano_condition(previous, "Scheduled", VOLCANO_READY, "")
     if gang is not None:
         _set_reserved(conditions, gang, previous)
+        if gang.preempted_by is not None:
+            conditions["DisruptionTarget"] = _disruption(gang, gang.preempted_by, previous)
     return {
         "phase": phase,
         "running": n.running,
@@ -262,7 +268,7 @@ def native_status(group: PodGroupInfo, gang: Gang, previous: Mapping[str, Any]) 
             message = group.error or gang.last_failure or ""
             conditions[kind] = condition(previous, kind, "False", "Unschedulable", message)
     if gang.preempted_by is not None:
-        conditions["DisruptionTarget"] = _disruption(gang.preempted_by, previous)
+        conditions["DisruptionTarget"] = _disruption(gang, gang.preempted_by, previous)
     _set_reserved(conditions, gang, previous)
     return {**previous, "conditions": list(conditions.values())}
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
+from gang.models.duration import DurationError, parse_duration
 from gang.models.podgroup import describe_errors, parse_timestamp
 from gang.models.quantity import QuantityError, parse_quantity, resource_units, units_text
 
@@ -38,6 +39,9 @@ GPU = "nvidia.com/gpu"
 VOLCANO_DEFAULT_QUEUE = "default"
 #: Volcano's hierarchy root: a queue whose parent is ``root`` is a top-level queue
 VOLCANO_ROOT = "root"
+#: on any queue object: how long a gang of the queue runs before reclaim may take it (a Go
+#: duration; KAI's ``spec.reclaimMinRuntime`` says the same and wins where both are set)
+RECLAIM_MIN_RUNTIME_ANNOTATION = "gang.scheduling/reclaim-min-runtime"
 #: Volcano Queue states in which it takes no new gangs
 CLOSED_STATES = frozenset({"Closed", "Closing"})
 
@@ -73,6 +77,8 @@ class QueueSpec:
     default_weight: float = 1.0
     #: other queues may take back what it holds above its fair share (Volcano ``reclaimable``)
     reclaimable: bool = True
+    #: seconds a gang of this queue runs before reclaim may take it (KAI ``reclaimMinRuntime``)
+    reclaim_min_runtime: float = 0.0
     #: it takes new gangs (a Volcano queue can be Closed)
     open: bool = True
     #: why the object is unusable, or None
@@ -122,6 +128,19 @@ def _base(raw: Mapping[str, Any], api: str) -> QueueSpec:
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or "")
     status = raw.get("status")
+    annotations = meta.get("annotations")
+    min_runtime = (
+        annotations.get(RECLAIM_MIN_RUNTIME_ANNOTATION)
+        if isinstance(annotations, Mapping)
+        else None
+    )
+    error = None
+    try:
+        runtime = _min_runtime(
+            f"metadata.annotations[{RECLAIM_MIN_RUNTIME_ANNOTATION}]", min_runtime
+        )
+    except QueueInputError as err:
+        runtime, error = 0.0, str(err)
     return QueueSpec(
         key=f"{api}/{namespace if api == ELASTIC_QUOTA else name}",
         name=namespace if api == ELASTIC_QUOTA else name,
@@ -132,7 +151,22 @@ def _base(raw: Mapping[str, Any], api: str) -> QueueSpec:
         resource_version=rv,
         creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
         status=dict(status) if isinstance(status, Mapping) else {},
+        reclaim_min_runtime=runtime,
+        error=error,
     )
+
+
+def _min_runtime(where: str, value: Any) -> float:
+    """A reclaim min runtime in seconds (none: 0)."""
+    if value is None or value == "":
+        return 0.0
+    try:
+        seconds = parse_duration(str(value))
+    except DurationError as err:
+        raise QueueInputError(f"{where}: {err}") from None
+    if seconds < 0:
+        raise QueueInputError(f"{where}: must not be negative, got {value}")
+    return seconds
 
 
 class QueueInputError(ValueError):
@@ -270,6 +304,7 @@ class _KaiQueueSpec(BaseModel):
     #: KAI treats a queue without a priority as 100
     priority: StrictInt = KAI_DEFAULT_PRIORITY
     resources: _KaiResources = Field(default_factory=_KaiResources)
+    reclaim_min_runtime: str | None = Field(default=None, alias="reclaimMinRuntime")
 
 
 def _kai_amount(where: str, value: float, scale: int, resource: str) -> int | None:
@@ -286,7 +321,8 @@ def _kai_amount(where: str, value: float, scale: int, resource: str) -> int | No
 def parse_kai_queue(raw: Mapping[str, Any]) -> QueueSpec:
     """KAI's fields on gang's model: ``resources.R.quota`` → quota (-1: none),
     ``.limit`` → limit (-1: unlimited), ``.overQuotaWeight`` → weight, ``priority`` (unset:
-    100, as KAI), ``parentQueue``. KAI has no guarantee beyond the quota: the quota is the guarantee."""
+    100, as KAI), ``parentQueue``, ``reclaimMinRuntime``. KAI has no guarantee beyond the quota:
+    the quota is the guarantee."""
     base = _base(raw, KAI_QUEUE)
     spec = raw.get("spec")
     try:
@@ -321,6 +357,13 @@ def parse_kai_queue(raw: Mapping[str, Any]) -> QueueSpec:
             limit=limit,
             weight=weight,
         )
+        if parsed.reclaim_min_runtime is not None:
+            spec_out = replace(
+                spec_out,
+                reclaim_min_runtime=_min_runtime(
+                    "spec.reclaimMinRuntime", parsed.reclaim_min_runtime
+                ),
+            )
         return _check_quota_limit(spec_out, "spec.resources.quota", "spec.resources.limit")
     except QueueInputError as err:
         return replace(base, error=str(err))

@@ -145,7 +145,10 @@ class QueueTree:
                         display_name(k) for k in cycle
                     )
         for key, spec in self.specs.items():
-            if key in problems or not spec.guarantee:
+            # Volcano refuses children guaranteed more than their parent; KAI lets a parent's
+            # children ask quotas beyond its own (they share what the parent gets), so a KAI
+            # quota is no such promise and its tree is not refused for it
+            if key in problems or not spec.guarantee or spec.api != VOLCANO_QUEUE:
                 continue
             kids = [self.specs[k] for k in self.children(key)]
             for resource, own in sorted(spec.guarantee.items()):

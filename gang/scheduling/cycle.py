@@ -32,9 +32,13 @@ decided here, before the first POST.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from gang.models.quantity import units_text
 from gang.models.settings import SchedulerConfig
@@ -66,7 +70,7 @@ from gang.scheduling.reservation import (
 )
 from gang.scheduling.tracker import ClusterState
 from gang.scheduling.trials import Free, Trials
-from gang.state.cache import Snapshot
+from gang.state.cache import PodState, Snapshot
 from gang.state.podinfo import PodInfo
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,11 @@ class Cycle:
         self.preemptions = 0
         self.preempted_pods = 0
         self.preemption_decisions = DurationHistogram(DECISION_BUCKETS)
+        #: reclaims decided (a preemption across queues), and per victim queue the gangs and
+        #: pods they took
+        self.reclaims = 0
+        self.reclaimed_gangs: dict[str, int] = {}
+        self.reclaimed_pods: dict[str, int] = {}
         #: cycles failed by a plugin error, per plugin name
         self.plugin_failures: dict[str, int] = {}
         self._loop = asyncio.get_running_loop()
@@ -277,6 +286,8 @@ class Cycle:
                 gang.placeholders[key] = (pods[key], node)
         gang.last_failure = None
         gang.preempted_by = None  # placed again after a preemption took its members
+        gang.reclaimed = False
+        self.state.disrupted.pop((gang.key.namespace, gang.key.group), None)
         return None
 
     def _unreserve_plugins(
@@ -318,13 +329,23 @@ class Cycle:
 
     # --- preemption (PostFilter) ---------------------------------------------------------------
 
-    def _snapshot(self, gang: Gang) -> Snapshot:
+    def _snapshot(self, gang: Gang, overlaid: bool = True) -> Snapshot:
         """The cache's snapshot as ``gang`` may use it: capacity held by reservations ahead of
         it taken off (unless it may backfill them), the nodes of the others avoided; capacity
         nominated for lower-priority gangs lent to it (kube-scheduler lets a pod ignore
-        lower-priority nominations)."""
+        lower-priority nominations).
+
+        ``overlaid``: a nomination is assumed on top of the victims it waits for, so until they
+        go the cache counts that capacity twice. On each node, what other preemptions' victims
+        still hold is counted once against what is nominated there (a node's use is its running
+        pods plus what nominations add beyond its victims): else capacity another victim frees
+        is eaten by a nomination whose own victim still runs, and the gang it was freed for no
+        longer fits. The preemption planner asks without it: it counts every leaving pod as
+        free room itself."""
         cache = self.state.cache
         snap = apply_holds(cache.snapshot(), self._holding, cache, self._kept)
+        if overlaid:
+            self._overlay(gang, snap)
         holding = {r.gang for r in self._holding}
         others = [
             r
@@ -350,6 +371,35 @@ class Cycle:
                         snap.unheld[row] += lent
         return snap
 
+    def _overlay(self, gang: Gang, snap: Snapshot) -> None:
+        cache = self.state.cache
+        width = snap.free.shape[1]
+        victims: dict[int, npt.NDArray[np.int64]] = {}
+        nominated: dict[int, npt.NDArray[np.int64]] = {}
+        for key in self.state.nominating:
+            other = self.state.gangs.get(key)
+            if other is None or other is gang or other.preempting is None:
+                continue
+            for pod_key, uid in other.preempting.victims.items():
+                record = cache.pods.get(pod_key)
+                if record is None or record.uid != uid or record.state is not PodState.BOUND:
+                    continue
+                row = cache.row_of(record.node)
+                if row is not None:
+                    into = victims.setdefault(row, np.zeros(width, dtype=np.int64))
+                    into += cache.index.fit(record.vector)[:width]
+            for pod, node in other.nominated.values():
+                row = cache.row_of(node)
+                record = cache.pods.get(pod.key)
+                if row is not None and record is not None:
+                    into = nominated.setdefault(row, np.zeros(width, dtype=np.int64))
+                    into += cache.index.fit(record.vector)[:width]
+        for row, held in victims.items():
+            twice = np.minimum(held, nominated.get(row, np.zeros(width, dtype=np.int64)))
+            snap.free[row] += twice
+            if snap.unheld is not None:
+                snap.unheld[row] += twice
+
     def _preempt(
         self,
         gang: Gang,
@@ -373,18 +423,44 @@ class Cycle:
                     f"{gang.preempting.summary} to terminate",
                 )
             self._preemption_over(gang)  # the victims are gone and still it does not fit
+        claimed = self._claimed(gang)
         request = Request(
             gang,
             pods,
             need,
             anchors,
-            lambda: self._snapshot(gang),
+            lambda: self._snapshot(gang, overlaid=False),
             placer,
             self.state.cache,
             self.state.podgroups,
-            self._claimed(gang),
+            claimed,
             lambda pod: self.state.ledger.may_evict(gang, pod),
         )
+        reclaimers = [p for p in profile.preemptions if getattr(p, "reclaims", False)]
+        scope = (
+            self.state.ledger.reclaim_scope(
+                gang, pods[:need], lambda pod: leaving(pod, claimed), time.time()
+            )
+            if reclaimers
+            else None
+        )
+        said: str | None = None
+        if isinstance(scope, str):
+            said = scope
+        elif scope is not None:
+            reclaim = dataclasses.replace(request, reclaim=scope)
+            for plugin in reclaimers:
+                start = time.perf_counter()
+                outcome = call(
+                    plugin, "PostFilter", profile.budgets.preemption, plugin.preempt, reclaim
+                )
+                if isinstance(outcome, Plan):
+                    self.preemption_decisions.observe(time.perf_counter() - start)
+                    why = scope.describe(v.queue for v in outcome.victims if v.queue)
+                    plan = dataclasses.replace(outcome, reclaim=why)
+                    return self._start_preemption(gang, {p.key: p for p in pods}, plan, message)
+                if isinstance(outcome, str):
+                    said = outcome
         for plugin in profile.preemptions:
             start = time.perf_counter()
             outcome = call(
@@ -397,7 +473,7 @@ class Cycle:
                 continue
             self.preemption_decisions.observe(time.perf_counter() - start)
             return self._start_preemption(gang, {p.key: p for p in pods}, outcome, message)
-        return message
+        return message if said is None else _append(message, said)
 
     def _leaving(self, gang: Gang) -> int:
         """How many of the gang's bound members are on their way out (:func:`leaving`). They do
@@ -421,17 +497,25 @@ class Cycle:
         self.preemptions += 1
         self.preempted_pods += plan.pods
         summary = plan.summary()
+        if plan.reclaim is not None:
+            self.reclaims += 1
+            for victim in plan.victims:
+                queue = victim.queue or ""
+                self.reclaimed_gangs[queue] = self.reclaimed_gangs.get(queue, 0) + 1
+                self.reclaimed_pods[queue] = self.reclaimed_pods.get(queue, 0) + len(victim.pods)
+            summary = f"{summary} (reclaim: {plan.reclaim})"
         victims = {p.key: p.uid for v in plan.victims for p in v.pods}
-        gang.preempting = Preempting(victims, summary)
+        gang.preempting = Preempting(victims, summary, reclaim=plan.reclaim is not None)
         gang.preempting.timer = self._loop.call_later(
             self.config.nomination_timeout_seconds, self._nomination_expired, gang
         )
         self._nominate(gang, {k: (pods[k], node) for k, node in plan.assignments.items()})
-        log.info("gang %s preempts %s", gang.key, summary)
+        log.info("gang %s %s %s", gang.key, "reclaims" if plan.reclaim else "preempts", summary)
         if self.on_preempt is not None:
             self.on_preempt(gang, plan)
         self._drop_reservation(gang)  # nominated instead
-        return _append(message, f"preemption: evicting {summary}")
+        what = "reclaim" if plan.reclaim is not None else "preemption"
+        return _append(message, f"{what}: evicting {summary}")
 
     def _nominate(self, gang: Gang, nominated: Held) -> None:
         for key, (pod, node) in nominated.items():
@@ -492,6 +576,12 @@ class Cycle:
         self._run = declared_run(pending) if pending else None
         sort_key = self._reservation_order(gang)
         self._holding, self._backfill = book.against(gang, sort_key, self._run, self._now)
+        if gang.preempting is not None:
+            # its victims are going for it: what they free was its before any reservation
+            # made since could plan on it (else a reservation behind takes the room, the
+            # preemption ends unused and the next gang evicts again)
+            self._holding = []
+            return
         if self.state.ledger.in_use() and self.state.ledger.borrowing(gang) is None:
             # a queue below its fair share is entitled to what frees up: another queue's
             # reservation holds only against that queue's own gangs and borrowing ones

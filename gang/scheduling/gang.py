@@ -66,6 +66,8 @@ class Preempting:
     victims: dict[Key, str]
     summary: str
     timer: asyncio.TimerHandle | None = None
+    #: across queues, by fair share (reclaim), not by priority
+    reclaim: bool = False
 
     def cancel(self) -> None:
         if self.timer is not None:
@@ -171,6 +173,8 @@ class Gang:
     preempting: Preempting | None = None
     #: the higher-priority gang whose preemption evicts this gang's members (a victim), if any
     preempted_by: str | None = None
+    #: that eviction is a reclaim: ``preempted_by`` names the reclaiming queue and the shares
+    reclaimed: bool = False
     #: capacity held for the gang until running pods finish; None when it holds none
     reservation: Reservation | None = None
     #: epoch seconds before which no new reservation is made for it (one expired), and why

@@ -24,6 +24,12 @@ necessary condition (free slots per member template on the nodes its static filt
 it skips placements that could not succeed; ``max_trials`` caps the placements one decision may
 run, so a decision's time is bounded on any cluster.
 
+**Reclaim** is the same search under other rules (``Request.reclaim``, built by
+``gang.scheduling.queues``; the rules are ``gang.queue.reclaim``): victims come from other queues
+above their fair share whatever their priority, a victim queue furthest above its share first
+(then lower priority), gangs inside their queue's minimum runtime are spared, and only sets that
+keep every queue's floor (fair share, guarantee) and the stability rule are chosen.
+
 Nothing here writes: the cycle turns a :class:`Plan` into a nomination (the freed capacity held
 for the preemptor) and the binding side evicts (``gang.binding.evictor``).
 """
@@ -33,7 +39,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -92,6 +98,8 @@ class VictimGang:
     whole: bool
     bound: int
     min_member: int
+    #: the victim's queue, when it was reclaimed
+    queue: str | None = None
 
     def __str__(self) -> str:
         name = self.group or self.pods[0].name
@@ -112,6 +120,8 @@ class Plan:
     past_budget: frozenset[Key]
     #: placements run to decide (for the decision-time figures)
     trials: int
+    #: for a reclaim: why (the reclaiming queue and the shares), said on every victim
+    reclaim: str | None = None
 
     @property
     def pods(self) -> int:
@@ -123,6 +133,27 @@ class Plan:
         if self.past_budget:
             text += f"; {len(self.past_budget)} of them past their PodDisruptionBudget"
         return text
+
+
+class ReclaimRules(Protocol):
+    """Reclaim's side of a decision: which running pods may be taken, in which order, and which
+    sets keep every queue's floor (``gang.scheduling.queues.ReclaimScope``)."""
+
+    def victim_queue(self, pod: PodInfo) -> str | None:
+        """The queue ``pod`` would be reclaimed from, or None if it may not be."""
+        ...
+
+    def protected(self, queue: str, started: float) -> bool:
+        """Whether a gang of ``queue`` running since ``started`` is inside its min runtime."""
+        ...
+
+    def order(self, queue: str) -> tuple[Any, ...]:
+        """Victim queues are taken in this order (smallest first)."""
+        ...
+
+    def allows(self, taken: Mapping[str, Mapping[str, float]]) -> bool:
+        """Whether evicting gangs holding ``taken`` (per queue) keeps every rule."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +177,8 @@ class Request:
     #: whether a running pod may be this gang's victim at all (queues: only its own queue's,
     #: or a queue's above its fair share)
     may_evict: Callable[[PodInfo], bool] = lambda pod: True
+    #: set for a reclaim: victims by queue rules, not by priority
+    reclaim: ReclaimRules | None = None
 
 
 @dataclass(slots=True)
@@ -158,6 +191,11 @@ class _Unit:
     priority: int
     #: the nodes its pods are on
     rows: tuple[int, ...] = ()
+    #: the order victims are drawn in, by level (priority; for reclaim, queue then priority)
+    tier: tuple[Any, ...] = ()
+    #: reclaim: the victim's queue and what its pods hold
+    queue: str | None = None
+    amounts: dict[str, float] = field(default_factory=dict)
     #: lexicographic sort key (see ``Planner._cost``), and the same order as one number
     cost: tuple[Any, ...] = ()
     price: float = 0.0
@@ -167,12 +205,46 @@ class _Unit:
 class _VictimGroup:
     records: list[PodRecord] = field(default_factory=list)
     min_member: int = 1
+    queue: str | None = None
+
+
+class _Taken:
+    """What a set of units takes from each queue, for reclaim's floors (no rules: anything
+    goes)."""
+
+    def __init__(self, rules: ReclaimRules | None) -> None:
+        self.rules = rules
+        self.by_queue: dict[str, dict[str, float]] = {}
+
+    def fits(self, add: Sequence[_Unit], drop: Sequence[_Unit] = ()) -> bool:
+        if self.rules is None:
+            return True
+        self.move(add, +1)
+        self.move(drop, -1)
+        try:
+            return self.rules.allows(self.by_queue)
+        finally:
+            self.move(drop, +1)
+            self.move(add, -1)
+
+    def move(self, units: Sequence[_Unit], sign: int) -> None:
+        if self.rules is None:
+            return
+        for unit in units:
+            if unit.queue is None:
+                continue
+            into = self.by_queue.setdefault(unit.queue, {})
+            for resource, amount in unit.amounts.items():
+                into[resource] = into.get(resource, 0.0) + sign * amount
 
 
 class GangPreemption:
     """The PostFilter plugin: plan a preemption for a gang that does not fit, or say why not."""
 
     name = "GangPreemption"
+
+    #: it plans reclaims too (``Request.reclaim``): the cycle asks it before priority preemption
+    reclaims = True
 
     def __init__(self, max_trials: int = DEFAULT_MAX_TRIALS) -> None:
         self.max_trials = max_trials
@@ -198,7 +270,9 @@ class Planner:
         pods = [p for p in r.pods if p.key in r.gang.members]
         if any(p.preempt_never for p in pods):
             return NOT_ELIGIBLE
-        if not any(priority < self.priority for priority in r.cache.priorities):
+        if r.reclaim is None and not any(
+            priority < self.priority for priority in r.cache.priorities
+        ):
             return None  # nobody lower: the common case, answered without a scan
         self.t = Trials(r.snapshot(), r.pods, r.need, r.anchors, r.placer, r.cache.index)
         self.width = self.t.width
@@ -218,33 +292,82 @@ class Planner:
         units = self._units()
         if not units:
             return None
-        allowed = self._ceiling(units, free, leaving)
-        if allowed is None:
+        ceiling = self._ceiling(units, free, leaving)
+        if ceiling is None:
             lower = sum(len(u.records) for u in units if u.whole)
+            if r.reclaim is not None:
+                return (
+                    f"reclaim: cannot help, the gang does not fit even with the {lower} pod(s) "
+                    "of queues above their fair share it could use evicted as far as their "
+                    "fair shares allow"
+                )
             return (
                 f"preemption: cannot help, the gang does not fit even with all {lower} "
                 "lower-priority pod(s) it could use evicted"
             )
-        chosen, placement = self._forward(allowed, free, leaving)
+        allowed, everything = ceiling
+        chosen, placement = self._forward(allowed, everything, free, leaving)
         chosen, placement = self._reprieve(chosen, placement, free, leaving)
         return self._result(chosen, placement)
 
     def _ceiling(
         self, units: list[_Unit], free: npt.NDArray[np.int64], leaving: list[PodRecord]
-    ) -> list[_Unit] | None:
-        """The units of the lowest priority level whose eviction (all of them) lets the gang
-        place: the smallest possible highest victim priority."""
-        for level in sorted({u.priority for u in units}):
-            allowed = [u for u in units if u.priority <= level]
-            records = [rec for u in allowed if u.whole for rec in u.records]
-            trial = free.copy()
-            self._add(trial, records, +1)
-            if self.t.bound_ok(trial) and self._trial(trial, leaving + records) is not None:
-                return allowed
+    ) -> tuple[list[_Unit], list[_Unit]] | None:
+        """The units of the lowest level (priority; for reclaim, victim queue then priority)
+        whose eviction (all of them, as far as reclaim's floors allow) lets the gang place: the
+        smallest possible highest victim priority. Also that largest set, which places."""
+        for level in sorted({u.tier for u in units}):
+            allowed = [u for u in units if u.tier <= level]
+            for everything in self._largest(allowed):
+                records = _records(everything)
+                trial = free.copy()
+                self._add(trial, records, +1)
+                if self.t.bound_ok(trial) and self._trial(trial, leaving + records) is not None:
+                    return allowed, everything
         return None
 
+    def _largest(self, allowed: list[_Unit]) -> list[list[_Unit]]:
+        """The largest sets of units to try: every whole unit; under reclaim's floors, as many
+        as they allow — cheapest first, and (if that differs) biggest first, as a few big gangs
+        may fit under a floor where many small ones use it up — then members above minMember
+        of the gangs not taken whole."""
+        wholes = [u for u in allowed if u.whole]
+        if self.r.reclaim is None:
+            return [wholes]
+        cheapest = self._within_floors(allowed, lambda u: (u.tier, u.cost))
+        biggest = self._within_floors(allowed, lambda u: (u.tier, -len(u.records), u.cost))
+        same = {id(u) for u in cheapest} == {id(u) for u in biggest}
+        return [cheapest] if same else [cheapest, biggest]
+
+    def _within_floors(self, allowed: list[_Unit], order: Callable[[_Unit], Any]) -> list[_Unit]:
+        wholes = [u for u in allowed if u.whole]
+        taken = _Taken(self.r.reclaim)
+        chosen: list[_Unit] = []
+        for unit in sorted(wholes, key=order):
+            if taken.fits([unit]):
+                taken.move([unit], +1)
+                chosen.append(unit)
+        whole = {u.gang for u in chosen}
+        extras: dict[VictimKey, int] = {}
+        for unit in sorted((u for u in allowed if not u.whole), key=order):
+            group = self._groups[unit.gang]
+            if (
+                unit.gang in whole
+                or extras.get(unit.gang, 0) >= len(group.records) - group.min_member
+            ):
+                continue
+            if taken.fits([unit]):
+                taken.move([unit], +1)
+                chosen.append(unit)
+                extras[unit.gang] = extras.get(unit.gang, 0) + 1
+        return chosen
+
     def _forward(
-        self, allowed: list[_Unit], free: npt.NDArray[np.int64], leaving: list[PodRecord]
+        self,
+        allowed: list[_Unit],
+        everything: list[_Unit],
+        free: npt.NDArray[np.int64],
+        leaving: list[PodRecord],
     ) -> tuple[list[_Unit], Placement]:
         """Victims added node by node, cheapest room first, until the gang places.
 
@@ -264,14 +387,20 @@ class Planner:
         extras: dict[VictimKey, int] = {}
         wholes: set[VictimKey] = set()
         current = free.copy()
+        taken = _Taken(self.r.reclaim)
+
+        def superseded(unit: _Unit) -> list[_Unit]:
+            return [u for u in chosen.values() if u.gang == unit.gang]
 
         def eligible(unit: _Unit) -> bool:
             if id(unit) in chosen or unit.gang in wholes:
                 return False
             if unit.whole:
-                return True
+                return taken.fits([unit], superseded(unit))
             group = self._groups[unit.gang]
-            return extras.get(unit.gang, 0) < len(group.records) - group.min_member
+            if extras.get(unit.gang, 0) >= len(group.records) - group.min_member:
+                return False
+            return taken.fits([unit])
 
         version: dict[int, int] = {}
         heap: list[tuple[float, float, int, int]] = []
@@ -309,14 +438,16 @@ class Planner:
                 if not eligible(unit):
                     continue
                 if unit.whole:
-                    for other in [u for u in chosen.values() if u.gang == unit.gang]:
+                    for other in superseded(unit):
                         del chosen[id(other)]
                         self._add(current, other.records, -1)
+                        taken.move([other], -1)
                     wholes.add(unit.gang)
                 else:
                     extras[unit.gang] = extras.get(unit.gang, 0) + 1
                 chosen[id(unit)] = unit
                 self._add(current, unit.records, +1)
+                taken.move([unit], +1)
                 touched |= gang_rows[unit.gang]
             for changed in touched:
                 price(changed)
@@ -327,7 +458,6 @@ class Planner:
             if placement is not None:
                 return units, placement
             next_trial, step = len(chosen) + step, step * 2
-        everything = [u for u in allowed if u.whole]
         trial = free.copy()
         self._add(trial, _records(everything), +1)
         placement = self._trial(trial, leaving + _records(everything), counted=False)
@@ -358,7 +488,7 @@ class Planner:
     def _result(self, chosen: list[_Unit], placement: Placement) -> Plan:
         by_gang: dict[VictimKey, list[PodRecord]] = {}
         priority: dict[VictimKey, int] = {}
-        for unit in chosen:
+        for unit in sorted(chosen, key=lambda u: u.cost):
             by_gang.setdefault(unit.gang, []).extend(unit.records)
             priority[unit.gang] = max(priority.get(unit.gang, unit.priority), unit.priority)
         victims = []
@@ -377,6 +507,7 @@ class Planner:
                     len(records) >= len(group.records),
                     len(group.records),
                     group.min_member,
+                    group.queue,
                 )
             )
         victims.sort(key=lambda v: (-v.priority, v.namespace, v.group))
@@ -392,6 +523,7 @@ class Planner:
         own = r.gang.members
         groups: dict[VictimKey, _VictimGroup] = {}
         placing: set[VictimKey] = set()
+        rules = r.reclaim
         for rec in r.cache.pods.values():
             info = rec.info
             if info is None or info.key in own:
@@ -399,11 +531,22 @@ class Planner:
             if rec.state is not PodState.BOUND:
                 placing.add(victim_key(info))
                 continue
-            if self._leaving(info) or info.priority >= self.priority or not r.may_evict(info):
+            if self._leaving(info):
                 continue
-            groups.setdefault(victim_key(info), _VictimGroup()).records.append(rec)
+            queue = None
+            if rules is not None:
+                queue = rules.victim_queue(info)
+                if queue is None:
+                    continue
+            elif info.priority >= self.priority or not r.may_evict(info):
+                continue
+            group = groups.setdefault(victim_key(info), _VictimGroup(queue=queue))
+            group.records.append(rec)
         for key in placing:
             groups.pop(key, None)
+        if rules is not None:
+            for key in [k for k, g in groups.items() if _young(g, rules)]:
+                del groups[key]
         self._groups = groups
         useful = self.t.useful_rows()
         units: list[_Unit] = []
@@ -420,17 +563,44 @@ class Planner:
                 if stated is not None
                 else max(rec.info.priority for rec in records if rec.info is not None)
             )
-            whole = _Unit(key, tuple(records), True, priority, _rows(rows))
+            tier = (
+                (priority,)
+                if rules is None or group.queue is None
+                else (
+                    rules.order(group.queue),
+                    priority,
+                )
+            )
+            whole = self._unit(key, tuple(records), True, priority, _rows(rows), tier, group)
             self._price(whole, budgets.violations(_infos(records)))
             units.append(whole)
             if len(records) > group.min_member:
-                for rec, row in zip(records, rows, strict=True):
+                # the newest members first among equals (the last to join go first)
+                newest = sorted(zip(records, rows, strict=True), key=_age, reverse=True)
+                for rec, row in newest:
                     if row is None or not useful[row]:
                         continue  # an extra member elsewhere frees nothing for this gang
-                    extra = _Unit(key, (rec,), False, priority, (row,))
+                    extra = self._unit(key, (rec,), False, priority, (row,), tier, group)
                     self._price(extra, budgets.violations(_infos([rec])))
                     units.append(extra)
         return units
+
+    @staticmethod
+    def _unit(
+        key: VictimKey,
+        records: tuple[PodRecord, ...],
+        whole: bool,
+        priority: int,
+        rows: tuple[int, ...],
+        tier: tuple[Any, ...],
+        group: _VictimGroup,
+    ) -> _Unit:
+        amounts: dict[str, float] = {}
+        if group.queue is not None:
+            for info in _infos(records):
+                for resource, amount in info.requests.items():
+                    amounts[resource] = amounts.get(resource, 0.0) + amount
+        return _Unit(key, records, whole, priority, rows, tier, group.queue, amounts)
 
     def _leaving(self, info: PodInfo) -> bool:
         """Counted as free room, never as a victim again (:func:`leaving`), so two preemptions
@@ -468,6 +638,19 @@ class Planner:
 
     def _add(self, free: npt.NDArray[np.int64], records: Sequence[PodRecord], sign: int) -> None:
         self.t.add(free, records, sign, self.r.cache.row_of)
+
+
+def _age(item: tuple[PodRecord, int | None]) -> tuple[float, float, str]:
+    info = item[0].info
+    return (0.0, 0.0, "") if info is None else (info.start_time, info.creation_timestamp, info.name)
+
+
+def _young(group: _VictimGroup, rules: ReclaimRules) -> bool:
+    """Inside its queue's min runtime: counted from its latest member's start."""
+    if group.queue is None:
+        return False
+    started = max((rec.info.start_time for rec in group.records if rec.info), default=0.0)
+    return rules.protected(group.queue, started)
 
 
 def _rows(rows: Sequence[int | None]) -> tuple[int, ...]:

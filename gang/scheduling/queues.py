@@ -9,8 +9,11 @@ questions the scheduler asks of queues:
 - **admission**: may this gang be placed — its queue is usable and, with the gang, neither the
   queue nor any parent of it goes past its limit (:meth:`QueueLedger.admit`);
 - **preemption**: may this running pod be a victim of that gang's priority — only from the
-  preemptor's own queue or from a queue above its fair share (:meth:`QueueLedger.may_evict`);
-  taking capacity back across queues otherwise is reclaim's job, not priority's.
+  preemptor's own queue, or outside every queue (:meth:`QueueLedger.may_evict`); taking
+  capacity across queues is reclaim's job, not priority's;
+- **reclaim**: may a gang of a queue below its fair share take capacity back from queues above
+  theirs, and which sets of victims keep every queue's floor (:meth:`QueueLedger.reclaim_scope`,
+  the rules in ``gang.queue.reclaim``).
 
 What a queue *holds* is what the cache counts for its gangs (bound, reserved, placeholders,
 nominations: ``ClusterCache.held_by``); what it *asks for* is that plus its waiting gangs'
@@ -27,13 +30,14 @@ the sum of ``_asks_of`` over ``_gangs[q]``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gang.models.queueapis import ALL, GPU, QueueSpec, amount_text
 from gang.queue.fairshare import Borrowing, QueueTerms, borrowing, dominant_share, fair_shares
+from gang.queue.reclaim import QueueState, Reclaim
 from gang.queue.tree import Membership, QueueTree, claims_of, display_name
 from gang.scheduling.gang import Gang, GangKey
 from gang.state.cache import ClusterCache, holder_of
@@ -113,7 +117,8 @@ class QueueLedger:
             labels.append(group.labels)
         volcano = group.queue if group is not None and group.api == "volcano" else ""
         found = self.tree.resolve(claims_of(gang.key.namespace, volcano, labels))
-        if found != gang.membership:
+        counted = found.queue is None or gang.key in self._gangs.get(found.queue, ())
+        if found != gang.membership or not counted:  # a new gang is counted nowhere yet
             self._leave(gang)
             gang.membership = found
             if found.queue is not None:
@@ -131,12 +136,11 @@ class QueueLedger:
 
     def _leave(self, gang: Gang) -> None:
         queue = gang.membership.queue
-        if queue is not None:
-            members = self._gangs.get(queue)
-            if members is not None:
-                members.discard(gang.key)
-                if not members:
-                    del self._gangs[queue]
+        members = self._gangs.get(queue) if queue is not None else None
+        if queue is not None and members is not None and gang.key in members:
+            members.discard(gang.key)
+            if not members:
+                del self._gangs[queue]
             self._move(queue, self.cache.held_by.get(gang.key), -1)
             _add(self._asks.setdefault(queue, {}), self._asks_of.get(gang.key, {}), -1)
 
@@ -154,7 +158,7 @@ class QueueLedger:
             return
         gang = self.gangs.get(holder)  # type: ignore[call-overload]
         queue = gang.membership.queue if gang is not None else None
-        if queue is not None:
+        if queue is not None and holder in self._gangs.get(queue, ()):
             self._move(queue, delta, +1)
             self.version += 1
 
@@ -230,6 +234,9 @@ class QueueLedger:
         """Recount every queue's holdings and asks from the gangs (tests)."""
         self._settle()
         index = self.cache.index
+        for queue, vector in self._held.items():
+            if queue not in self._gangs and self._amounts(vector):
+                raise AssertionError(f"queue {queue}: holds {self._amounts(vector)} with no gang")
         for queue, keys in self._gangs.items():
             total = np.zeros(len(index), dtype=np.int64)
             asks: Amounts = {}
@@ -290,10 +297,12 @@ class QueueLedger:
         picture.fair = fair_shares(
             terms, self._valid_children(valid), picture.capacity, picture.demand
         )
+        leaf_set = set(leaves)
         for queue in valid:
-            if queue not in picture.held:  # a parent: its subtree's
-                picture.held[queue] = self._sum(picture.held, self._subtree(queue))
-                picture.demand[queue] = self._sum(picture.demand, self._subtree(queue))
+            if queue not in leaf_set:  # a parent: its leaves' (a parent's own sum counts once)
+                below = [q for q in self._subtree(queue) if q in leaf_set]
+                picture.held[queue] = self._sum(picture.held, below)
+                picture.demand[queue] = self._sum(picture.demand, below)
             picture.standing[queue] = dominant_share(
                 picture.held[queue], picture.fair.get(queue, {}), picture.capacity
             )
@@ -402,14 +411,68 @@ class QueueLedger:
         return self.queue_of(GangKey(*holder_of(pod)))
 
     def may_evict(self, preemptor: Gang, victim: PodInfo) -> bool:
-        """Priority preemption takes victims only from the preemptor's own queue, from queues
-        above their fair share, or outside every queue (pods gang does not schedule)."""
+        """Priority preemption takes victims only from the preemptor's own queue, or outside
+        every queue (pods gang does not schedule). Across queues, only reclaim takes, under
+        its floors."""
         if not self.tree.in_use:
             return True
         queue = self.queue_of_pod(victim)
-        if queue is None or queue == preemptor.membership.queue:
-            return True
-        return self.standing(queue) > 1.0
+        return queue is None or queue == preemptor.membership.queue
+
+    def reclaim_scope(
+        self,
+        gang: Gang,
+        pods: Sequence[PodInfo],
+        leaving: Callable[[PodInfo], bool],
+        now: float,
+    ) -> ReclaimScope | str | None:
+        """Reclaim's rules for ``gang`` placing ``pods`` (the first of them are the ones it
+        must place, the rest may wait): None when queues are not in use or
+        there is no one to take from; why not, when its queue may not reclaim; else the
+        scope. What pods already ``leaving`` hold (terminating, or victims of decisions under
+        way) no longer counts for their queues."""
+        queue = gang.membership.queue
+        if not self.tree.in_use or queue is None or gang.membership.error is not None:
+            return None
+        picture = self._picture_now()
+        if queue not in picture.fair:
+            return None
+        gone: dict[str, Amounts] = {}
+        for record in self.cache.pods.values():
+            info = record.info
+            if info is not None and leaving(info):
+                victim = self.queue_of_pod(info)
+                if victim is not None:
+                    _add(gone.setdefault(victim, {}), info.requests)
+        states = {}
+        for key in picture.fair:
+            spec = self.tree.specs[key]
+            held = dict(picture.held.get(key, {}))
+            for leaf in self._subtree(key):
+                _add(held, gone.get(leaf, {}), -1)
+            states[key] = QueueState(
+                key,
+                spec.parent if spec.parent in picture.fair else None,
+                held,
+                picture.fair[key],
+                {r: float(v) for r, v in spec.guarantee.items()},
+                spec.reclaimable,
+            )
+        asks: Amounts = {}
+        for pod in pods:  # the cycle passes only the members it must place
+            _add(asks, pod.requests)
+        total: Amounts = {}
+        for leaf in picture.demand:
+            if self.tree.is_leaf(leaf):
+                _add(total, picture.demand[leaf])
+        contended = [r for r, v in total.items() if v > picture.capacity.get(r, 0.0)]
+        rules = Reclaim(states, queue, asks, contended)
+        refusal = rules.refusal()
+        if refusal is not None:
+            return f"reclaim: not for this gang: {refusal}"
+        if not any(rules.may_lose(q) for q in states if self.tree.is_leaf(q)):
+            return None
+        return ReclaimScope(self, rules, now)
 
     def _at_or_above(self, gang: Gang) -> tuple[str, _Picture] | None:
         """The gang's queue and the shares, when queues are in use and its queue holds at
@@ -496,6 +559,71 @@ class QueueLedger:
                 )
             )
         return out
+
+
+class ReclaimScope:
+    """One reclaim decision's rules on the live queues (``gang.scheduling.preemption``'s
+    ``ReclaimRules``): victims by the pods' queues, min runtime by the victim's queue (or its
+    nearest parent that sets one), floors and order by :class:`gang.queue.reclaim.Reclaim`."""
+
+    def __init__(self, ledger: QueueLedger, rules: Reclaim, now: float) -> None:
+        self.ledger = ledger
+        self.rules = rules
+        self.now = now
+
+    @property
+    def queue(self) -> str:
+        return self.rules.reclaimer
+
+    def victim_queue(self, pod: PodInfo) -> str | None:
+        queue = self.ledger.queue_of_pod(pod)
+        return queue if queue is not None and self.rules.may_lose(queue) else None
+
+    def min_runtime(self, queue: str) -> float:
+        for key in self.ledger.tree.ancestors(queue):
+            seconds = self.ledger.tree.specs[key].reclaim_min_runtime
+            if seconds > 0:
+                return seconds
+        return 0.0
+
+    def protected(self, queue: str, started: float) -> bool:
+        return self.now - started < self.min_runtime(queue)
+
+    def order(self, queue: str) -> tuple[float, str]:
+        return self.rules.order(queue)
+
+    def allows(self, taken: Mapping[str, Mapping[str, float]]) -> bool:
+        return self.rules.allows(taken)
+
+    def describe(self, victim_queues: Iterable[str]) -> str:
+        """Why, in the words of the Events: "queue team-b below its fair share 64 GPUs (has 0);
+        team-a holds 128 GPUs of its fair share 64 GPUs"."""
+        rules = self.rules
+        mine = rules.queues[rules.reclaimer]
+        resource = _headline(rules.request, mine.fair)
+        text = (
+            f"queue {display_name(rules.reclaimer)} below its fair share "
+            f"{_text(resource, mine.fair.get(resource, 0.0))} "
+            f"(has {_text(resource, mine.held.get(resource, 0.0))})"
+        )
+        for queue in sorted(set(victim_queues)):
+            state = rules.queues[queue]
+            text += (
+                f"; {display_name(queue)} holds {_text(resource, state.held.get(resource, 0.0))}"
+                f" of its fair share {_text(resource, state.fair.get(resource, 0.0))}"
+            )
+        return text
+
+
+def _headline(request: Mapping[str, float], fair: Mapping[str, float]) -> str:
+    """The resource a reclaim is about: GPUs when asked for, else the largest share asked."""
+    if request.get(GPU, 0.0) > 0:
+        return GPU
+    return max(
+        (r for r in request if r not in NOT_DIVIDED),
+        key=lambda r: (request[r] / fair[r] if fair.get(r) else math.inf, r),
+        default=GPU,
+    )
 
 
 def headline_weight(spec: QueueSpec) -> float:

@@ -94,6 +94,10 @@ class ClusterState:
         #: capacity held for gangs that fit the cluster but not now (limits set by the cycle)
         self.reservations = ReservationBook()
         self.podgroups: dict[Key, PodGroupInfo] = {}
+        #: groups whose members a preemption or reclaim evicted, until placed again or deleted:
+        #: (namespace, gang key's group) → (by whom and why, whether it was a reclaim); a gang
+        #: made again for the group (its operator recreated the pods) says so too
+        self.disrupted: dict[Key, tuple[str, bool]] = {}
         self._gang_of: dict[Key, GangKey] = {}
         self._unparsable: dict[Key, str] = {}
         #: pods whose malformed hint (e.g. the expected run time) was reported, and the error
@@ -181,6 +185,9 @@ class ClusterState:
                 for_replica(self.podgroups, (key.namespace, key.group)) if key.group else None
             )
             gang = self.gangs[key] = Gang(key, podgroup, scheduler_name=info.scheduler_name)
+            disrupted = self.disrupted.get((key.namespace, key.group)) if key.group else None
+            if disrupted is not None:  # its members came back after a preemption or reclaim
+                gang.preempted_by, gang.reclaimed = disrupted
         previous = gang.members.get(info.key)
         gang.members[info.key] = info
         if joined or _queue_label(info) != (_queue_label(previous) if previous else None):
@@ -470,6 +477,7 @@ class ClusterState:
 
     def _delete_podgroup(self, key: Key) -> None:
         info = self.podgroups.pop(key, None)
+        self.disrupted.pop(key, None)
         if info is None:
             return
         for gang in self._gangs_of(info):

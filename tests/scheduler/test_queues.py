@@ -168,6 +168,7 @@ async def test_bad_kai_queues_are_reported_and_the_others_served() -> None:
             _kai("loop-a", {"quota": 8}, parent="loop-b"),
             _kai("loop-b", {"quota": 8}, parent="loop-a"),
             _kai("over", {"quota": 16, "limit": 8}),
+            # KAI lets children ask quotas beyond their parent's (they share what it gets)
             _kai("parent", {"quota": 8}),
             _kai("kid-1", {"quota": 6}, parent="parent"),
             _kai("kid-2", {"quota": 6}, parent="parent"),
@@ -179,11 +180,8 @@ async def test_bad_kai_queues_are_reported_and_the_others_served() -> None:
             "loop-b": "its parents form a cycle: loop-b → loop-a → loop-b",
             "over": "spec.resources.quota.nvidia.com/gpu (16 GPUs) is above "
             "spec.resources.limit.nvidia.com/gpu (8 GPUs)",
-            "parent": "its child queues guarantee 12 GPUs, more than its own guarantee of 8 GPUs",
-            "kid-1": "parent queue parent is invalid",
-            "kid-2": "parent queue parent is invalid",
         }
-        gangs = {q: _gang(KAI, q, f"in-{q}") for q in [*expected, "good", "missing"]}
+        gangs = {q: _gang(KAI, q, f"in-{q}") for q in [*expected, "good", "kid-1", "missing"]}
         for objects in gangs.values():
             await _submit(env, load, objects)
 
@@ -192,8 +190,10 @@ async def test_bad_kai_queues_are_reported_and_the_others_served() -> None:
 
         await eventually(reported, within=15)
 
+        served = {"in-good-0", "in-good-1", "in-kid-1-0", "in-kid-1-1"}
+
         async def good_bound() -> bool:
-            return {"in-good-0", "in-good-1"} <= set(await env.api.bound())
+            return served <= set(await env.api.bound())
 
         await eventually(good_bound)
 
@@ -206,7 +206,7 @@ async def test_bad_kai_queues_are_reported_and_the_others_served() -> None:
         for queue, problem in expected.items():
             assert f"queue {queue} is invalid: {problem}" in waiting[f"in-{queue}"]
         assert "queue missing (scheduling.run.ai Queue) does not exist" in waiting["in-missing"]
-        assert set(await env.api.bound()) == {"in-good-0", "in-good-1"}
+        assert set(await env.api.bound()) == served
         # KAI's status has conditions: the queue says it too
         queue = await load.custom.get_cluster_custom_object(
             "scheduling.run.ai", "v2", "queues", "orphan"
@@ -224,6 +224,9 @@ async def test_bad_volcano_queues_closed_queues_and_two_names_make_gangs_wait() 
             _volcano("negative", deserved={"nvidia.com/gpu": "-1"}),
             _volcano("tight", deserved={"nvidia.com/gpu": 16}, capability={"nvidia.com/gpu": 8}),
             _volcano("closed", weight=1),
+            _volcano("parent", guarantee={"resource": {"nvidia.com/gpu": 8}}),
+            _volcano("kid-1", guarantee={"resource": {"nvidia.com/gpu": 6}}, parent="parent"),
+            _volcano("kid-2", guarantee={"resource": {"nvidia.com/gpu": 6}}, parent="parent"),
             _kai("elsewhere", {"quota": 8}),
         )
         await load.custom.patch_cluster_custom_object_status(
@@ -238,6 +241,9 @@ async def test_bad_volcano_queues_closed_queues_and_two_names_make_gangs_wait() 
             "negative": "spec.deserved.nvidia.com/gpu: must not be negative, got '-1'",
             "tight": "spec.deserved.nvidia.com/gpu (16 GPUs) is above "
             "spec.capability.nvidia.com/gpu (8 GPUs)",
+            "parent": "its child queues guarantee 12 GPUs, more than its own guarantee of 8 GPUs",
+            "kid-1": "parent queue parent is invalid",
+            "kid-2": "parent queue parent is invalid",
         }
 
         async def reported() -> bool:
@@ -258,7 +264,7 @@ async def test_bad_volcano_queues_closed_queues_and_two_names_make_gangs_wait() 
 
         async def told() -> bool:
             waiting = await _waiting_reasons(env)
-            return {"in-negative", "in-tight", "in-closed", "both"} <= set(waiting)
+            return {f"in-{q}" for q in expected} | {"in-closed", "both"} <= set(waiting)
 
         await eventually(told)
         waiting = await _waiting_reasons(env)

@@ -143,11 +143,25 @@ def test_tree_problems() -> None:
     problems = tree.problems()
     assert problems["kai/orphan"] == "parent queue nowhere does not exist"
     assert problems["kai/a"] == "its parents form a cycle: a → b → a"
-    assert "its child queues guarantee 12 GPUs" in problems["kai/org"]
-    assert problems["kai/team-1"] == "parent queue org is invalid"
     assert "kai/fine" not in problems and "default" not in problems
-    tree.upsert(parse_kai_queue(_kai("org", quota=12)))  # fixed: the children become usable
-    assert {"kai/org", "kai/team-1", "kai/team-2"}.isdisjoint(tree.problems())
+    # KAI lets children ask quotas beyond their parent's (they share what it gets)
+    assert {"kai/org", "kai/team-1", "kai/team-2"}.isdisjoint(problems)
+
+
+def test_volcano_children_guaranteed_more_than_their_parent_are_refused() -> None:
+    def volcano(name: str, gpus: int, parent: str = "") -> dict[str, Any]:
+        spec: dict[str, Any] = {"guarantee": {"resource": {GPU: gpus}}}
+        return _obj(name, {**spec, "parent": parent} if parent else spec)
+
+    tree = QueueTree()
+    tree.served.add("volcano")
+    for raw in (volcano("org", 8), volcano("team-1", 6, "org"), volcano("team-2", 6, "org")):
+        tree.upsert(parse_volcano_queue(raw))
+    problems = tree.problems()
+    assert "its child queues guarantee 12 GPUs" in problems["volcano/org"]
+    assert problems["volcano/team-1"] == "parent queue org is invalid"
+    tree.upsert(parse_volcano_queue(volcano("org", 12)))  # fixed: the children become usable
+    assert {"volcano/org", "volcano/team-1", "volcano/team-2"}.isdisjoint(tree.problems())
 
 
 def test_membership() -> None:

@@ -1,0 +1,343 @@
+"""Reclaim: a queue below its fair share takes capacity back, whole gangs at a time, over HTTP.
+
+The real scheduler on the simulator, through each queue API users already have:
+
+1. queue A (weight 1) fills 16 x 8 GPUs with 8 x 1-GPU gangs; queue B (weight 1) arrives with 8
+   such gangs: B holds exactly 64 GPUs within 10 s, exactly 8 of A's gangs were evicted whole;
+2. a reclaimer needing 8 GPUs takes one 8-GPU gang, not pieces of several;
+3. a queue within its guarantee is never a victim;
+4. at the fair split, 1,000 cycles evict nothing;
+5. two queues both below their fair share cannot evict each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from gang.app.explain import explain, find_gang
+from gang.app.metrics import make_registry
+from gang.bench.queueload import APIS, KAI, QueueDef, QueueLoad, gang_objects
+from gang.models.groupapis import POD_GROUP_GROUP, POD_GROUP_VERSION
+from tests.scheduler.conftest import Env, eventually, gang_env
+
+pytestmark = pytest.mark.asyncio
+
+CLUSTER_128 = "16:gpu=8,cpu=64,memory=512Gi"
+GPU = "nvidia.com/gpu"
+SAID = re.compile(
+    r"reclaimed by gang team-b/\S+ \(priority 0\): queue team-b below its fair share "
+    r"\d+ GPUs \(has \d+ GPUs\); team-a holds \d+ GPUs of its fair share \d+ GPUs"
+)
+
+
+def _gpus(pod: dict[str, Any]) -> int:
+    return sum(
+        int(c.get("resources", {}).get("limits", {}).get(GPU, 0)) for c in pod["spec"]["containers"]
+    )
+
+
+def _group(pod: dict[str, Any]) -> str:
+    return str(pod["metadata"]["name"]).rsplit("-", 1)[0]
+
+
+async def _live(env: Env) -> list[dict[str, Any]]:
+    return [p for p in await env.api.raw_pods(None) if not p["metadata"].get("deletionTimestamp")]
+
+
+async def _held(env: Env) -> Counter[str]:
+    """GPUs bound per namespace (one queue per namespace here), terminating pods excluded."""
+    held: Counter[str] = Counter()
+    for pod in await _live(env):
+        if pod["spec"].get("nodeName"):
+            held[pod["metadata"]["namespace"]] += _gpus(pod)
+    return held
+
+
+async def _bound_per_gang(env: Env, namespace: str) -> Counter[str]:
+    bound: Counter[str] = Counter()
+    for pod in await _live(env):
+        if pod["metadata"]["namespace"] == namespace and pod["spec"].get("nodeName"):
+            bound[_group(pod)] += 1
+    return bound
+
+
+async def _reclaim_events(env: Env, namespace: str) -> list[dict[str, Any]]:
+    return [e for e in await env.api.events(namespace) if e["reason"] == "Reclaimed"]
+
+
+async def _add(load: QueueLoad, queue: str, count: int, members: int = 8, gpus: int = 1) -> None:
+    for i in range(count):
+        name = f"{queue}-g{load.created[queue]:04d}"
+        load.created[queue] += 1
+        group, pods = gang_objects(load.api, queue, name, members, gpus)
+        group["metadata"]["namespace"] = queue
+        await load.create(group)
+        await asyncio.gather(*(load.core.create_namespaced_pod(queue, p) for p in pods))
+        del i
+
+
+async def _filled(env: Env, namespace: str, gpus: int) -> None:
+    async def full() -> bool:
+        return (await _held(env))[namespace] == gpus
+
+    await eventually(full, within=15)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_returning_queue_takes_back_its_fair_share_in_whole_gangs(api: str) -> None:
+    async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
+        load = QueueLoad(
+            client, api, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
+        )
+        await load.setup()
+        await _add(load, "team-a", 16)
+        await _filled(env, "team-a", 128)
+        await _add(load, "team-b", 8)
+
+        async def b_has_its_share() -> bool:
+            return (await _held(env))["team-b"] == 64
+
+        await eventually(b_has_its_share, within=10)
+        await asyncio.sleep(1)  # and it stays there: nothing more is evicted
+        held = await _held(env)
+        assert held["team-b"] == 64 and held["team-a"] == 64, held
+        a = await _bound_per_gang(env, "team-a")
+        assert sorted(a.values()) == [8] * 8, f"A's gangs left: {a}"  # 8 whole, none partial
+        evicted = {f"team-a-g{i:04d}" for i in range(16)} - set(a)
+        assert len(evicted) == 8
+        events: list[dict[str, Any]] = []
+
+        async def said_on_every_victim() -> bool:
+            events[:] = [
+                e
+                for e in await _reclaim_events(env, "team-a")
+                if e["involvedObject"]["kind"] != "Pod"
+            ]
+            return {e["involvedObject"]["name"] for e in events} == evicted
+
+        await eventually(said_on_every_victim)  # Events are posted behind the bindings
+        for event in events:  # the shares as each decision saw them (B's gangs keep arriving)
+            assert SAID.search(event["message"]), event["message"]
+        await env.api.assert_not_overcommitted()
+        env.scheduler.state.ledger.check()
+        assert sum(env.scheduler.cycle.reclaimed_gangs.values()) == 8
+        # the victims' groups say so, and so do explain and the metrics
+        victim = sorted(evicted)[0]
+
+        async def condition_written() -> bool:
+            group = await _podgroup(load, victim)
+            conditions = group.get("status", {}).get("conditions", [])
+            return any(
+                c["type"] == "DisruptionTarget" and c["reason"] == "Reclaimed" for c in conditions
+            )
+
+        await eventually(condition_written)
+        # its operator makes the pods again: the gang waits (A is at its share) and says why
+        _, pods = gang_objects(api, "team-a", victim, 8)
+        for pod in pods:
+            await load.core.create_namespaced_pod("team-a", pod)
+
+        async def back() -> bool:
+            return find_gang(env.scheduler, "team-a", victim) is not None
+
+        await eventually(back)
+        gang = find_gang(env.scheduler, "team-a", victim)
+        assert gang is not None
+        answer = explain(env.scheduler, gang)
+        assert answer["disrupted"]["kind"] == "reclaimed", answer
+        assert "queue team-b below its fair share" in answer["disrupted"]["by"]
+
+        async def reclaimers_told() -> bool:  # each reclaiming gang's group says what it took
+            said = [e for e in await env.api.events("team-b") if e["reason"] == "Reclaiming"]
+            return len(said) == 8 and all("team-a holds" in e["message"] for e in said)
+
+        await eventually(reclaimers_told)
+        metrics = _metrics(env)
+        assert metrics[("gang_reclaimed_gangs_total", f"{api}/team-a")] == 8
+        assert metrics[("gang_reclaimed_pods_total", f"{api}/team-a")] == 64
+        assert metrics[("gang_reclaims_total", "")] == 8
+
+
+async def _podgroup(load: QueueLoad, name: str) -> dict[str, Any]:
+    if load.api == "volcano":
+        where = ("scheduling.volcano.sh", "v1beta1", "team-a", "podgroups", name)
+    else:
+        where = (POD_GROUP_GROUP, POD_GROUP_VERSION, "team-a", "podgroups", name)
+    group: dict[str, Any] = await load.custom.get_namespaced_custom_object(*where)
+    return group
+
+
+def _metrics(env: Env) -> dict[tuple[str, str], float]:
+    registry = make_registry(lambda: env.scheduler, lambda: True)
+    out: dict[tuple[str, str], float] = {}
+    for family in registry.collect():
+        for sample in family.samples:
+            out[(sample.name, sample.labels.get("queue", ""))] = sample.value
+    return out
+
+
+def _kai(name: str, quota: int = 0, weight: float = 1, **spec: Any) -> dict[str, Any]:
+    gpu = {"quota": quota, "overQuotaWeight": weight, "limit": -1}
+    body: dict[str, Any] = {"resources": {"gpu": gpu}, **spec}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def _volcano(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+async def _queues(load: QueueLoad, *bodies: dict[str, Any]) -> None:
+    for q in load.queues:
+        await load.core.create_namespace({"metadata": {"name": q.name}})
+    for body in bodies:
+        await load.create(body)
+
+
+async def test_a_reclaimer_takes_one_whole_gang_not_pieces_of_several() -> None:
+    """A fills 32 GPUs with 4 gangs of 8 x 1 GPU, spread over the nodes; B needs 8: exactly
+    one of A's gangs goes, whole, the other three keep all 8 members."""
+    async with gang_env("4:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
+        load = QueueLoad(c, KAI, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)])
+        await load.setup()
+        await _add(load, "team-a", 4)
+        await _filled(env, "team-a", 32)
+        await _add(load, "team-b", 1)
+        await _filled(env, "team-b", 8)
+        await asyncio.sleep(0.5)
+        a = await _bound_per_gang(env, "team-a")
+        assert sorted(a.values()) == [8, 8, 8], a
+        assert env.scheduler.cycle.reclaimed_gangs == {"kai/team-a": 1}
+        assert env.scheduler.cycle.reclaimed_pods == {"kai/team-a": 8}
+
+
+@pytest.mark.parametrize("api", ["volcano", KAI])
+async def test_a_queue_within_its_guarantee_is_never_a_victim(api: str) -> None:
+    """A (guarantee 16) holds its 16; C (no quota) holds 16, started before A's gangs (so A's
+    are the cheaper victims by lost work); B (weight 3) arrives: C loses a gang, A none."""
+    queues = [QueueDef(n, backlog=0) for n in ("team-a", "team-b", "team-c")]
+    if api == KAI:
+        bodies = [_kai("team-a", quota=16), _kai("team-b", weight=3), _kai("team-c")]
+    else:
+        guarantee = {"resource": {GPU: 16}}
+        bodies = [
+            _volcano("team-a", deserved={GPU: 16}, guarantee=guarantee, weight=1),
+            _volcano("team-b", weight=3),
+            _volcano("team-c", weight=1),
+        ]
+    async with gang_env("4:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
+        load = QueueLoad(c, api, queues)
+        await _queues(load, *bodies)
+        await _add(load, "team-c", 2)
+        await _filled(env, "team-c", 16)
+        await _add(load, "team-a", 2)
+        await _filled(env, "team-a", 16)
+        await _add(load, "team-b", 2)  # fair share: A 16, B 12, C 4
+        await _filled(env, "team-b", 8)
+        await asyncio.sleep(1)
+        held = await _held(env)
+        assert held == {"team-a": 16, "team-b": 8, "team-c": 8}, held
+        assert not await _reclaim_events(env, "team-a")
+        assert list(env.scheduler.cycle.reclaimed_gangs) == [f"{api}/team-c"]
+
+
+async def test_at_the_fair_split_a_thousand_cycles_evict_nothing() -> None:
+    """A and B hold 64 GPUs each, their fair split, each with two more gangs waiting: 1,000
+    cycles of every waiting gang decide no eviction (neither can add a gang within its share)."""
+    async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
+        load = QueueLoad(
+            client, KAI, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
+        )
+        await load.setup()
+        await _add(load, "team-a", 8)
+        await _add(load, "team-b", 8)
+        await _filled(env, "team-a", 64)
+        await _filled(env, "team-b", 64)
+        await _add(load, "team-a", 2)
+        await _add(load, "team-b", 2)
+        cycle, state = env.scheduler.cycle, env.scheduler.state
+
+        async def all_waiting() -> bool:
+            return sum(1 for g in state.gangs.values() if g.pending()) == 4
+
+        await eventually(all_waiting)
+        waiting = [g for g in state.gangs.values() if g.pending()]
+        assert {g.membership.queue for g in waiting} == {"kai/team-a", "kai/team-b"}
+        for _ in range(250):
+            for gang in waiting:
+                cycle.schedule(gang)
+        assert cycle.preemptions == 0 and cycle.reclaims == 0
+        assert all(g.preempting is None for g in waiting)
+        await asyncio.sleep(0.5)
+        assert await _held(env) == {"team-a": 64, "team-b": 64}
+        message = waiting[0].last_failure or ""
+        assert "a queue takes back only up to its fair share" in message, message
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_two_queues_below_their_fair_share_cannot_evict_each_other(api: str) -> None:
+    """Quotas of 12 GPUs each on a 16-GPU cluster (promised more than it has): A and B hold 8
+    each, both below their share; A's waiting 4-GPU gang takes nothing from B."""
+    queues = [QueueDef("team-a", quota=12, backlog=0), QueueDef("team-b", quota=12, backlog=0)]
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
+        load = QueueLoad(c, api, queues)
+        await load.setup()
+        await _add(load, "team-a", 2, members=4)
+        await _add(load, "team-b", 2, members=4)
+        await _filled(env, "team-a", 8)
+        await _filled(env, "team-b", 8)
+        await _add(load, "team-a", 1, members=4)
+
+        async def judged() -> bool:
+            gang = next((g for g in env.scheduler.state.gangs.values() if g.pending()), None)
+            return gang is not None and gang.last_failure is not None
+
+        await eventually(judged)
+        await asyncio.sleep(1)
+        assert await _held(env) == {"team-a": 8, "team-b": 8}
+        assert env.scheduler.cycle.reclaims == 0 and env.scheduler.cycle.preemptions == 0
+
+
+async def test_a_gang_inside_its_queues_min_runtime_is_spared_until_it_is_over() -> None:
+    """A's KAI queue says reclaimMinRuntime 1h: B's gang waits, A's gangs run on. The queue is
+    changed to 1s while B waits: B reclaims at once."""
+    queues = [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
+        load = QueueLoad(c, KAI, queues)
+        await _queues(load, _kai("team-a", reclaimMinRuntime="1h"), _kai("team-b"))
+        await _add(load, "team-a", 2)
+        await _filled(env, "team-a", 16)
+        await _add(load, "team-b", 1)
+
+        async def judged() -> bool:
+            gang = next((g for g in env.scheduler.state.gangs.values() if g.pending()), None)
+            return gang is not None and gang.last_failure is not None
+
+        await eventually(judged)
+        await asyncio.sleep(0.5)
+        assert (await _held(env))["team-b"] == 0
+        assert env.scheduler.cycle.reclaims == 0
+        await load.custom.patch_cluster_custom_object(
+            "scheduling.run.ai",
+            "v2",
+            "queues",
+            "team-a",
+            {"spec": {"reclaimMinRuntime": "1s"}},
+            _content_type="application/merge-patch+json",
+        )
+        await _filled(env, "team-b", 8)
+        assert (await _held(env))["team-a"] == 8
