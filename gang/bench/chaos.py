@@ -20,6 +20,12 @@ gang left below its quorum (the judge's partial gangs, now fed by evictions), an
 left unbound that would fit if the low-priority pods were gone (``unserved_preemptors``: the
 judge sees only free capacity, so a scheduler that never preempted would pass it).
 
+``--mode reclaim`` does the same for reclaim (see ``gang.bench.chaosplan``): one queue fills the
+cluster, another returns and must take back its fair share in whole gangs while the scheduler is
+killed at planned evictions and the queues change under it. On top of the invariants: no victim
+gang left partial, every returning gang bound, and the queue reclaimed from never left below its
+fair share (``queue_below_share``).
+
 The result says what was injected and survived, so a README can report "N seeded runs,
 0 partial gangs" with the command that produced it.
 """
@@ -44,14 +50,23 @@ from gang.bench.chaosplan import (
     DELETE_GANG,
     EXPIRE_HISTORY,
     HIGH,
+    IDLE,
     KILL,
     LOW,
     PRIORITIES,
+    QUEUE_ADD,
+    QUEUE_REMOVE,
+    QUEUE_RESTORE,
+    QUEUE_SKEW,
     RESTART_SIM,
+    TAKEN,
+    TAKER,
     Action,
     ChaosConfig,
     ChaosPlan,
     GangPlan,
+    cluster_gpus,
+    kai_queue,
     make_plan,
     pod_manifests,
     podgroup_manifest,
@@ -59,6 +74,7 @@ from gang.bench.chaosplan import (
 from gang.bench.invariants import Verdict, free_capacity, judge, parse_pods
 from gang.bench.supervisor import SchedulerProcess
 from gang.models.podgroup import POD_GROUP_LABEL
+from gang.models.queueapis import KAI_QUEUE_LABEL
 from gang.sim.api import DeleteOptions
 from gang.sim.cluster import SimCluster
 from gang.sim.errors import ApiError
@@ -78,6 +94,9 @@ SCHEDULER_ENV = {
     "GANG_SCHEDULER__DEFAULT_SCHEDULE_TIMEOUT_SECONDS": "10",
 }
 PODGROUPS_KEY = "scheduling.x-k8s.io/v1alpha1/podgroups"
+GPU = "nvidia.com/gpu"
+KAI_QUEUES_KEY = "scheduling.run.ai/v2/queues"
+MERGE_PATCH = "application/merge-patch+json"
 #: preempt mode's kubelet stand-in: pods start soon; an evicted pod lingers for its grace
 #: period (``PREEMPT_GRACE_SECONDS``) — the window between eviction and the preemptor's binding
 PREEMPT_KUBELET = KubeletConfig(start_delay=0.2, termination_delay=1.0)
@@ -112,7 +131,12 @@ class ChaosResult:
     preemptors: int = 0
     preemptors_bound: int = 0
     #: high-priority gangs unbound at the end whose quorum would fit without the low ones
+    #: (reclaim mode: the returning queue's gangs left unbound)
     unserved_preemptors: list[str] = field(default_factory=list)
+    #: reclaim mode: the queue reclaimed from, when it ends below its fair share (what it holds)
+    queue_below_share: list[str] = field(default_factory=list)
+    #: reclaim mode: queue changes made under the scheduler
+    queue_changes: int = 0
     #: kills fired at a planned eviction, those of them with members of the victim gang still
     #: marked and not yet evicted, and kills (any) while a preemptor was nominated, not bound
     eviction_kills: int = 0
@@ -130,6 +154,7 @@ class ChaosResult:
             and self.pods_bound_twice == 0
             and not self.unexpected_exits
             and not self.unserved_preemptors
+            and not self.queue_below_share
         )
 
     def report(self) -> str:
@@ -145,6 +170,12 @@ class ChaosResult:
                 if c.mode == "preempt"
                 else ""
             )
+            + (
+                f", {len(self.unserved_preemptors)} reclaimers unserved, "
+                f"{len(self.queue_below_share)} queues left below their fair share"
+                if c.mode == "reclaim"
+                else ""
+            )
             + f"; settled in {self.settle_seconds:.1f}s"
         )
         stranded = len(v.stranded_members)
@@ -156,6 +187,15 @@ class ChaosResult:
             f"  scheduler: {self.kills} SIGKILLs ({self.mid_gang_kills} mid-gang), "
             f"{self.scheduler_starts} starts, {len(self.unexpected_exits)} unexpected exits",
         ]
+        if c.mode == "reclaim":
+            lines.append(
+                f"  reclaim: {self.evictions} evictions ({self.eviction_posts} POSTs) of "
+                f"{self.victim_gangs} victim gangs, {len(self.victim_gangs_partial)} left partial; "
+                f"{self.preemptors_bound}/{self.preemptors} reclaiming gangs bound; "
+                f"{self.eviction_kills} SIGKILLs at an eviction ({self.mid_victim_kills} "
+                f"mid-victim-gang), {self.preemption_kills} while a reclaimer was nominated "
+                f"and not yet bound; {self.queue_changes} queue changes mid-run"
+            )
         if c.mode == "preempt":
             lines.append(
                 f"  preemption: {self.evictions} evictions ({self.eviction_posts} POSTs) of "
@@ -176,6 +216,7 @@ class ChaosResult:
             + v.overcommitted_nodes
             + v.fitting_unbound
             + [f"{g} unserved" for g in self.unserved_preemptors]
+            + self.queue_below_share
             + v.stranded_members
         )
         if problems:
@@ -205,7 +246,10 @@ class ChaosRun:
         self.eviction_kills = 0
         self.mid_victim_kills = 0
         self.preemption_kills = 0
-        self.preempt = config.mode == "preempt"
+        #: preempt and reclaim modes: kills at evictions, victims and takers checked
+        self.preempt = config.mode in ("preempt", "reclaim")
+        self.reclaim = config.mode == "reclaim"
+        self.queue_changes = 0
         self._present: dict[str, GangPlan] = {}
         self._bindings_since_start = 0
         self._evictions_since_start = 0
@@ -272,6 +316,10 @@ class ChaosRun:
         api.create(api.rt_namespaces, None, {"metadata": {"name": ns}})
         for name, value in PRIORITIES.items():
             api.create(api.rt_priority, None, {"metadata": {"name": name}, "value": value})
+        if self.reclaim:
+            queues = api.registry.by_key(KAI_QUEUES_KEY)
+            for queue in (TAKEN, TAKER):
+                api.create(queues, None, kai_queue(queue))
         for gang in self.plan.gangs:
             if gang.arrive_at <= 0:
                 self._create(gang)
@@ -285,8 +333,8 @@ class ChaosRun:
         self._present[gang.name] = gang
         if self.preempt and gang.arrive_at > 0:
             self._mark(
-                f"{gang.name} arrives ({gang.priority}, {gang.size} pods x {gang.gpu} GPU, "
-                f"minMember {gang.min_member})"
+                f"{gang.name} arrives ({gang.queue or gang.priority}, {gang.size} pods x "
+                f"{gang.gpu} GPU, minMember {gang.min_member})"
             )
 
     async def _chaos(self) -> None:
@@ -324,6 +372,28 @@ class ChaosRun:
             cluster.expire_history()
         elif action.kind == DELETE_GANG:
             self._delete_gang(action.pick)
+        elif action.kind in (QUEUE_SKEW, QUEUE_RESTORE, QUEUE_ADD, QUEUE_REMOVE):
+            self._change_queues(action.kind)
+
+    def _change_queues(self, kind: str) -> None:
+        """Reclaim mode: the queues change under the scheduler."""
+        api = self.cluster.api
+        queues = api.registry.by_key(KAI_QUEUES_KEY)
+        try:
+            if kind in (QUEUE_SKEW, QUEUE_RESTORE):
+                weight = 3 if kind == QUEUE_SKEW else 1
+                body = {"spec": {"resources": {"gpu": {"overQuotaWeight": weight}}}}
+                api.patch(queues, None, TAKEN, MERGE_PATCH, body)
+                self._mark(f"queue {TAKEN}: over-quota weight {weight}")
+            elif kind == QUEUE_ADD:
+                api.create(queues, None, kai_queue(IDLE))
+                self._mark(f"queue {IDLE} created")
+            else:
+                api.delete(queues, None, IDLE, DeleteOptions(0))
+                self._mark(f"queue {IDLE} deleted")
+            self.queue_changes += 1
+        except ApiError as err:  # the apiserver may be down: the change is skipped, said so
+            self._mark(f"queue change {kind} not made: {err}")
 
     def _delete_gang(self, pick: float) -> None:
         """A user deletes a job: mostly one that runs (wholly bound), sometimes any."""
@@ -479,15 +549,19 @@ class ChaosRun:
             ).get("nodeName"):
                 nominated.add((pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL, ""))
         return any(
-            name in nominated and gang.priority == HIGH and self._bound(name) < gang.min_member
+            name in nominated and self._takes(gang) and self._bound(name) < gang.min_member
             for name, gang in self._present.items()
         )
+
+    def _takes(self, gang: GangPlan) -> bool:
+        """A gang that must take capacity from others: a preemptor, or a reclaimer."""
+        return gang.queue == TAKER if self.reclaim else gang.priority == HIGH
 
     def _note_quorum(self, pod: Obj) -> None:
         group = (pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
         gang = self._present.get(group or "")
-        if gang is not None and gang.priority == HIGH and self._bound(gang.name) == gang.min_member:
-            self._mark(f"{gang.name} ({HIGH}) has its quorum of {gang.min_member} bound")
+        if gang is not None and self._takes(gang) and self._bound(gang.name) == gang.min_member:
+            self._mark(f"{gang.name} has its quorum of {gang.min_member} bound")
 
     def _mark(self, what: str) -> None:
         self._marks.append((time.monotonic(), what))
@@ -547,6 +621,15 @@ class ChaosRun:
 
     def unserved(self) -> list[str]:
         store, api = self.cluster.store, self.cluster.api
+        if self.reclaim:
+            total, _ = cluster_gpus(self.config.nodes)
+            return unserved_reclaimers(
+                store.items(api.rt_pods.storage_key),
+                store.items(api.rt_nodes.storage_key),
+                store.items(api.registry.by_key(PODGROUPS_KEY).storage_key),
+                self.config.namespace,
+                total // 2,
+            )
         return unserved_preemptors(
             store.items(api.rt_pods.storage_key),
             store.items(api.rt_nodes.storage_key),
@@ -564,7 +647,7 @@ class ChaosRun:
             for text in verdict.partial_gangs
             if any(text.startswith(f"{ns}/{victim} (") for victim in victims)
         ]
-        high = [g for g in self.plan.gangs if g.priority == HIGH and g.name in self._present]
+        high = [g for g in self.plan.gangs if self._takes(g) and g.name in self._present]
         return {
             "evictions": sum(1 for r in posts if r.evicted),
             "eviction_posts": len(posts),
@@ -577,6 +660,17 @@ class ChaosRun:
             "mid_victim_kills": self.mid_victim_kills,
             "preemption_kills": self.preemption_kills,
         }
+
+    def _below_share(self) -> list[str]:
+        """Reclaim mode: the queue reclaimed from must end holding at least its fair share — half
+        the GPUs, or all it had if that was less (equal weights; the other asks for its half)."""
+        total, _ = cluster_gpus(self.config.nodes)
+        start = sum(g.size * g.gpu for g in self.plan.gangs if g.queue == TAKEN)
+        share = min(start, total // 2)
+        held = sum(self._bound(g.name) * g.gpu for g in self.plan.gangs if g.queue == TAKEN)
+        if held >= share:
+            return []
+        return [f"queue {TAKEN} holds {held} GPUs, below its fair share of {share}"]
 
     def _result(self, settle: float, log_tail: str) -> ChaosResult:
         audit, scheduler = self.cluster.audit, self.scheduler
@@ -609,6 +703,8 @@ class ChaosRun:
             settle_seconds=settle,
             log_tail=log_tail,
             timeline=timeline,
+            queue_below_share=self._below_share() if self.reclaim else [],
+            queue_changes=self.queue_changes,
             **(self._preemption_figures(verdict) if self.preempt else {}),
         )
 
@@ -713,6 +809,53 @@ def unserved_preemptors(
     return unserved
 
 
+def unserved_reclaimers(
+    pods: Iterable[Obj],
+    nodes: Iterable[Obj],
+    podgroups: Iterable[Obj],
+    namespace: str,
+    share: int,
+) -> list[str]:
+    """``team-b`` gangs of ``namespace`` short of their quorum that reclaim could serve: their
+    missing GPUs fit in what is free plus what ``team-a`` can give without going below ``share``
+    GPUs (its fair share), in the units reclaim takes — whole gangs, or members above minMember
+    (1-GPU pods: only the totals matter). Each gang is judged alone: a plan whose gangs cannot
+    give exactly what is missing rightly leaves the last reclaimer waiting, while a scheduler
+    that never reclaimed (or stopped short) is caught."""
+    raws = [p for p in pods if p["metadata"].get("namespace", "") == namespace]
+    parsed = [p for p in parse_pods(raws) if not p.deleting and not p.terminal]
+    free = sum(max(0, room.get(GPU, 0)) for room in free_capacity(nodes, parsed).values())
+    min_members = {
+        g["metadata"]["name"]: int((g.get("spec") or {}).get("minMember") or 1)
+        for g in podgroups
+        if g["metadata"].get("namespace", "") == namespace
+    }
+    queue: dict[str, str | None] = {}
+    bound: dict[str, int] = {}
+    for pod in parsed:
+        queue[pod.group] = pod.labels.get(KAI_QUEUE_LABEL)
+        if pod.assigned:
+            bound[pod.group] = bound.get(pod.group, 0) + pod.requests.get(GPU, 0)
+    held = sum(n for group, n in bound.items() if queue.get(group) == TAKEN)
+    reachable = {0}  # what team-a can give, from its gangs' units
+    for group, n in bound.items():
+        if queue.get(group) == TAKEN:
+            extras = max(0, n - min_members.get(group, n))
+            reachable = {r + step for r in reachable for step in {*range(extras + 1), n}}
+    unserved = []
+    for group in sorted(g for g, q in queue.items() if q == TAKER):
+        missing = min_members.get(group, 1) - bound.get(group, 0)
+        if missing <= 0:
+            continue
+        give = [r for r in sorted(reachable) if free + r >= missing and held - r >= share]
+        if give:
+            unserved.append(
+                f"{namespace}/{group} ({missing} GPUs missing: {free} free, and {TAKEN} could "
+                f"give {give[0]} staying at or above its fair share of {share})"
+            )
+    return unserved
+
+
 async def run_chaos(
     config: ChaosConfig, log_dir: Path | None = None, log_level: str = "WARNING"
 ) -> ChaosResult:
@@ -722,7 +865,12 @@ async def run_chaos(
 def summary(results: list[ChaosResult]) -> str:
     """One paragraph over many runs: what was injected in total and what broke."""
     mode = {r.config.mode for r in results}
-    kinds = {"crash": "crash-restart", "full": "chaos", "preempt": "preemption chaos"}
+    kinds = {
+        "crash": "crash-restart",
+        "full": "chaos",
+        "preempt": "preemption chaos",
+        "reclaim": "reclaim chaos",
+    }
     kind = kinds[next(iter(mode))] if len(mode) == 1 else "mixed"
     total = FaultCounts()
     for r in results:
@@ -748,11 +896,23 @@ def summary(results: list[ChaosResult]) -> str:
         f"watch events; {sum(r.bindings for r in results)} bindings, "
         f"{sum(r.gangs_deleted for r in results)} gangs deleted."
         + (_preemption_summary(results) if "preempt" in mode else "")
+        + (_preemption_summary(results, "reclaim") if "reclaim" in mode else "")
     )
 
 
-def _preemption_summary(results: list[ChaosResult]) -> str:
-    runs = [r for r in results if r.config.mode == "preempt"]
+def _preemption_summary(results: list[ChaosResult], mode: str = "preempt") -> str:
+    runs = [r for r in results if r.config.mode == mode]
+    if mode == "reclaim":
+        return (
+            f"\nReclaim: {sum(r.evictions for r in runs)} evictions of "
+            f"{sum(r.victim_gangs for r in runs)} victim gangs, "
+            f"{sum(len(r.victim_gangs_partial) for r in runs)} left partial; "
+            f"{sum(r.preemptors_bound for r in runs)}/{sum(r.preemptors for r in runs)} "
+            f"reclaiming gangs bound, {sum(len(r.queue_below_share) for r in runs)} queues left "
+            f"below their fair share; {sum(r.eviction_kills for r in runs)} SIGKILLs at an "
+            f"eviction ({sum(r.mid_victim_kills for r in runs)} mid-victim-gang), "
+            f"{sum(r.queue_changes for r in runs)} queue changes mid-run."
+        )
     return (
         f"\nPreemption: {sum(r.evictions for r in runs)} evictions of "
         f"{sum(r.victim_gangs for r in runs)} victim gangs, "

@@ -21,20 +21,31 @@ Besides the planned kills (and, rarer than in crash mode, kills at bindings) the
 killed at its k-th eviction since each start (``kill_at_eviction``), so kills fall between a
 victim gang's first and last eviction and between the evictions and the preemptor's binding.
 No gang is deleted by a "user" in this mode: every disappearing pod is an eviction.
+
+``reclaim`` does the same for reclaim: two KAI queues of equal weight, ``team-a`` filling most
+of the cluster with gangs of 1-GPU pods (some elastic) while ``team-b`` is idle, then
+``team-b``'s gangs arrive, together asking for exactly its fair share (half the GPUs): each must
+take whole gangs (or members above minMember) back from ``team-a``, never pushing it below its
+own half. All gangs have one priority, so only reclaim can serve them. Kills fall at planned
+evictions as in ``preempt``, and the queues change under the scheduler mid-run: ``team-a``'s
+weight is raised (``team-b``'s share shrinks: its reclaims must stop) and restored, and an idle
+queue is created and deleted.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_LABEL, POD_GROUP_VERSION
+from gang.models.queueapis import KAI_QUEUE_LABEL
 from gang.sim.faults import Faults
 from gang.sim.nodespec import parse_pools
 
-Mode = Literal["full", "crash", "preempt"]
-MODES: tuple[Mode, ...] = ("full", "crash", "preempt")
+Mode = Literal["full", "crash", "preempt", "reclaim"]
+MODES: tuple[Mode, ...] = ("full", "crash", "preempt", "reclaim")
 #: fault actions at planned moments (``kill`` is the scheduler; the others are the apiserver's)
 KILL, RESTART_SIM, CUT_WATCHES, EXPIRE_HISTORY, DELETE_GANG = (
     "kill",
@@ -43,17 +54,29 @@ KILL, RESTART_SIM, CUT_WATCHES, EXPIRE_HISTORY, DELETE_GANG = (
     "expire-history",
     "delete-gang",
 )
+#: reclaim mode's queue changes mid-run (KAI Queues in the cluster)
+QUEUE_SKEW, QUEUE_RESTORE, QUEUE_ADD, QUEUE_REMOVE = (
+    "queue-skew",
+    "queue-restore",
+    "queue-add",
+    "queue-remove",
+)
 PRIORITIES = {"chaos-high": 1000, "chaos-low": 10}
 HIGH, LOW = "chaos-high", "chaos-low"
+#: reclaim mode's queues: the one that fills the cluster, the one that comes back, an idle one
+TAKEN, TAKER, IDLE = "team-a", "team-b", "team-c"
+#: reclaim mode: the share of the GPUs ``team-a`` fills before ``team-b`` comes back
+RECLAIM_FILL = 0.875
 #: each mode's cluster when ``ChaosConfig.nodes`` is not given
 DEFAULT_NODES: dict[str, str] = {
     "full": "12:gpu=8,cpu=32,memory=128Gi,zones=3",
     "crash": "12:gpu=8,cpu=32,memory=128Gi,zones=3",
     "preempt": "8:gpu=8,cpu=32,memory=128Gi",
+    "reclaim": "8:gpu=8,cpu=32,memory=128Gi",
 }
 #: each mode's ``ChaosConfig.gangs`` when not given (preempt: the arriving preemptor gangs;
 #: the low-priority gangs that fill the cluster first are sized from its capacity)
-DEFAULT_GANGS: dict[str, int] = {"full": 24, "crash": 24, "preempt": 4}
+DEFAULT_GANGS: dict[str, int] = {"full": 24, "crash": 24, "preempt": 4, "reclaim": 4}
 #: preempt mode: share of the cluster's GPUs the low-priority fill takes, and the share all
 #: preemptors together ask for (below 1 so every one of them can be served)
 PREEMPT_FILL = 0.9
@@ -98,6 +121,8 @@ class GangPlan:
     arrive_at: float
     #: the pods' ``terminationGracePeriodSeconds``
     grace_seconds: int = 0
+    #: the KAI queue its group and pods are labelled for (reclaim mode), or None
+    queue: str | None = None
 
     @property
     def lone(self) -> bool:
@@ -134,16 +159,33 @@ class ChaosPlan:
         planned = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         pods = sum(g.size for g in self.gangs)
         text = f"{len(self.gangs)} gangs ({pods} pods)"
+        if self.config.mode == "reclaim":
+            text += self._two_sides(
+                [g for g in self.gangs if g.queue == TAKEN],
+                [g for g in self.gangs if g.queue == TAKER],
+                f"{TAKEN} filling",
+                f"{TAKER} gangs",
+            )
         if self.config.mode == "preempt":
             low = [g for g in self.gangs if g.priority == LOW]
-            high = [g for g in self.gangs if g.priority == HIGH]
-            elastic = sum(1 for g in low if g.min_member < g.size)
-            text += (
-                f": {len(low)} {LOW} filling {sum(g.size * g.gpu for g in low)} of "
-                f"{cluster_gpus(self.config.nodes)[0]} GPUs ({elastic} elastic), {len(high)} "
-                f"{HIGH} asking {sum(g.min_member * g.gpu for g in high)} GPUs"
+            text += self._two_sides(
+                low,
+                [g for g in self.gangs if g.priority == HIGH],
+                f"{len(low)} {LOW} filling",
+                HIGH,
             )
         return f"{text}; planned: {planned}"
+
+    def _two_sides(
+        self, filling: list[GangPlan], taking: list[GangPlan], fill_label: str, take_label: str
+    ) -> str:
+        """Preempt and reclaim modes: the gangs filling the cluster, and those that must take."""
+        elastic = sum(1 for g in filling if g.min_member < g.size)
+        return (
+            f": {fill_label} {sum(g.size * g.gpu for g in filling)} of "
+            f"{cluster_gpus(self.config.nodes)[0]} GPUs ({elastic} elastic), {len(taking)} "
+            f"{take_label} asking {sum(g.min_member * g.gpu for g in taking)} GPUs"
+        )
 
 
 def _gang(rng: random.Random, index: int, arrive_at: float) -> GangPlan:
@@ -233,9 +275,12 @@ def _preempt_gangs(rng: random.Random, config: ChaosConfig) -> list[GangPlan]:
     return gangs
 
 
-def _preempt_plan(config: ChaosConfig) -> ChaosPlan:
+def _preempt_plan(
+    config: ChaosConfig,
+    workload: Callable[[random.Random, ChaosConfig], list[GangPlan]] | None = None,
+) -> ChaosPlan:
     rng = random.Random(config.seed)
-    gangs = _preempt_gangs(rng, config)
+    gangs = (workload or _preempt_gangs)(rng, config)
     gangs.sort(key=lambda g: (g.arrive_at, g.name))
     actions: list[Action] = []
     at = rng.uniform(2.0, 4.0)
@@ -254,9 +299,71 @@ def _preempt_plan(config: ChaosConfig) -> ChaosPlan:
     return ChaosPlan(config, gangs, actions, kill_at_binding, faults, kill_at_eviction)
 
 
+def _reclaim_gangs(rng: random.Random, config: ChaosConfig) -> list[GangPlan]:
+    """``team-a``'s gangs of 1-GPU pods filling ``RECLAIM_FILL`` of the GPUs from the start, then
+    ``config.gangs`` of ``team-b``'s arriving over the run, together asking for half the GPUs:
+    ``team-b``'s fair share with equal weights, all of it reclaimable since ``team-a`` holds
+    more than its own half and whole units of 1 GPU let it give back exactly down to it."""
+    total, _ = cluster_gpus(config.nodes)
+    if total < 8:
+        raise ValueError(f"reclaim mode needs GPU nodes (at least 8 GPUs), not {config.nodes!r}")
+    grace = PREEMPT_GRACE_SECONDS
+    fill, used = int(RECLAIM_FILL * total), 0
+    gangs: list[GangPlan] = []
+    while used < fill:
+        # gangs of 2 or 4 GPUs: whatever team-a holds above its half, whole gangs can give
+        # back exactly the 8-GPU steps team-b asks in (the floor never has to be crossed)
+        size = min(rng.choice((2, 4, 4)), fill - used)
+        min_member = size
+        if size == 4 and rng.random() < 0.4:  # elastic: members above the quorum go first
+            min_member = rng.randint(2, 3)
+        gangs.append(
+            GangPlan(f"a{len(gangs):03d}", size, min_member, 1, "1", None, 0.0, grace, TAKEN)
+        )
+        used += size
+    share = total // 2
+    count = max(1, min(config.gangs, share // 8))
+    first = max(3.0, 0.2 * config.duration)
+    last = max(first, 0.6 * config.duration)
+    arrivals = sorted(round(rng.uniform(first, last), 3) for _ in range(count))
+    sizes = [share // count + (1 if i < share % count else 0) for i in range(count)]
+    for i, (arrive, size) in enumerate(zip(arrivals, sizes, strict=True)):
+        gangs.append(GangPlan(f"b{i:03d}", size, size, 1, "1", None, arrive, grace, TAKER))
+    return gangs
+
+
+def _reclaim_plan(config: ChaosConfig) -> ChaosPlan:
+    plan = _preempt_plan(config, _reclaim_gangs)
+    rng = random.Random(config.seed + 1)
+    d = config.duration
+    skew = round(rng.uniform(0.3, 0.45) * d, 3)
+    added = round(rng.uniform(0.2, 0.4) * d, 3)
+    plan.actions += [
+        Action(skew, QUEUE_SKEW),
+        Action(round(skew + rng.uniform(0.1, 0.2) * d, 3), QUEUE_RESTORE),
+        Action(added, QUEUE_ADD),
+        Action(round(added + rng.uniform(0.1, 0.3) * d, 3), QUEUE_REMOVE),
+    ]
+    plan.actions.sort(key=lambda a: (a.at, a.kind))
+    return plan
+
+
+def kai_queue(name: str, weight: float = 1) -> dict[str, Any]:
+    """A KAI Queue with no quota, of ``weight`` over quota (reclaim mode)."""
+    gpu = {"quota": 0, "overQuotaWeight": weight, "limit": -1}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"resources": {"gpu": gpu}},
+    }
+
+
 def make_plan(config: ChaosConfig) -> ChaosPlan:
     if config.mode == "preempt":
         return _preempt_plan(config)
+    if config.mode == "reclaim":
+        return _reclaim_plan(config)
     rng = random.Random(config.seed)
     duration = config.duration
     gangs = []
@@ -308,10 +415,13 @@ def make_plan(config: ChaosConfig) -> ChaosPlan:
 
 
 def podgroup_manifest(gang: GangPlan, namespace: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": gang.name, "namespace": namespace}
+    if gang.queue:
+        meta["labels"] = {KAI_QUEUE_LABEL: gang.queue}
     return {
         "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
         "kind": "PodGroup",
-        "metadata": {"name": gang.name, "namespace": namespace},
+        "metadata": meta,
         "spec": {"minMember": gang.min_member, "scheduleTimeoutSeconds": 10},
     }
 
@@ -328,6 +438,8 @@ def pod_manifests(gang: GangPlan, namespace: str) -> list[dict[str, Any]]:
     if gang.priority:
         spec["priorityClassName"] = gang.priority
     labels = {} if gang.lone else {POD_GROUP_LABEL: gang.name}
+    if gang.queue:
+        labels[KAI_QUEUE_LABEL] = gang.queue
     return [
         {
             "apiVersion": "v1",

@@ -43,6 +43,9 @@ class QueueDef:
     parent: str | None = None
     #: gangs kept waiting in it (0: the queue is idle)
     backlog: int = 4
+    #: instead of a backlog: this many gangs, all created ``arrive_at`` seconds into the run
+    gangs: int = 0
+    arrive_at: float = 0.0
 
 
 def queue_objects(api: str, queues: Sequence[QueueDef]) -> list[dict[str, Any]]:
@@ -217,13 +220,18 @@ class QueueLoad:
         names = {q.name for q in self.queues}
         return [p for p in items if p["metadata"]["namespace"] in names]
 
-    async def _top_up(self, pods: list[dict[str, Any]]) -> None:
-        """Keep ``backlog`` gangs waiting in every busy queue."""
+    async def _top_up(self, pods: list[dict[str, Any]], elapsed: float = 0.0) -> None:
+        """Keep ``backlog`` gangs waiting in every busy queue; a queue of a fixed number of
+        ``gangs`` gets them all once its ``arrive_at`` has come."""
         waiting: dict[str, set[str]] = {q.name: set() for q in self.queues}
         for pod in pods:
             if not pod["spec"].get("nodeName"):
                 waiting[pod["metadata"]["namespace"]].add(_gang_of(pod))
         for q in self.queues:
+            if q.gangs:
+                while elapsed >= q.arrive_at and self.created[q.name] < q.gangs:
+                    await self.add_gang(q.name)
+                continue
             for _ in range(q.backlog - len(waiting[q.name])):
                 await self.add_gang(q.name)
 
@@ -273,7 +281,7 @@ class QueueLoad:
             while finish and now >= next_finish:  # catch up: one finish per interval
                 pods = await self._finish_oldest(pods)
                 next_finish += self.finish_every
-            await self._top_up(pods)
+            await self._top_up(pods, now - start)
             await asyncio.sleep(self.sample_every)
         return self.shares
 

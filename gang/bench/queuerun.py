@@ -82,7 +82,16 @@ def scenario(name: str, api: str) -> Scenario:
         )
         expected = {"a1": 30, "a2": 30, "a3": 90, "b1": 150}
         return Scenario("75:gpu=4,cpu=64,memory=512Gi", queues, expected, members=2)
-    raise ValueError(f"unknown scenario {name!r}: weighted, lend, limit or tree")
+    if name == "reclaim":
+        # the measurement: A fills 128 GPUs with 8 x 1-GPU gangs, B (equal weight)
+        # returns with 8 such gangs; nothing finishes: B gets its half only by reclaim
+        queues = (
+            QueueDef("team-a", backlog=0, gangs=16),
+            QueueDef("team-b", backlog=0, gangs=8, arrive_at=5.0),
+        )
+        expected = {"team-a": 64, "team-b": 64}
+        return Scenario("16:gpu=8,cpu=64,memory=512Gi", queues, expected, finish=False)
+    raise ValueError(f"unknown scenario {name!r}: weighted, lend, limit, tree or reclaim")
 
 
 @dataclass(slots=True)
@@ -99,6 +108,8 @@ class QueueResult:
     timeline: list[tuple[int, dict[str, int]]] = field(default_factory=list)
     peak: dict[str, int] = field(default_factory=dict)
     finished: int = 0
+    #: seconds into the run at which each queue first held what it should (never: absent)
+    reached: dict[str, float] = field(default_factory=dict)
 
     def worst_miss(self) -> float:
         return max(
@@ -143,6 +154,10 @@ async def run_queues(
     result.second_half = {q: round(v, 1) for q, v in shares.average(seconds / 2).items()}
     result.peak = {q.name: shares.peak(q.name) for q in plan.queues}
     result.finished = load.finished
+    for queue, want in plan.expected.items():
+        hit = next((at for at, held in shares.samples if held.get(queue, 0) == want), None)
+        if hit is not None:
+            result.reached[queue] = round(hit, 2)
     by_second: dict[int, dict[str, int]] = {}
     for at, held in shares.samples:
         by_second[int(at)] = held
@@ -153,8 +168,13 @@ async def run_queues(
 def report(result: QueueResult) -> str:
     queues = list(result.expected)
     lines = [
-        f"queues: scenario {result.scenario} via {result.api}, {result.seconds:g} s, a gang "
-        f"finishing every {result.finish_every:g} s ({result.finished} finished), {result.machine}",
+        f"queues: scenario {result.scenario} via {result.api}, {result.seconds:g} s, "
+        + (
+            f"a gang finishing every {result.finish_every:g} s ({result.finished} finished)"
+            if scenario(result.scenario, result.api).finish
+            else "nothing finishing"
+        )
+        + f", {result.machine}",
         "  t(s)  " + "  ".join(f"{q:>7}" for q in queues),
     ]
     for second, held in result.timeline:
@@ -166,4 +186,20 @@ def report(result: QueueResult) -> str:
         )
     )
     lines.append(f"  worst miss: {result.worst_miss():.1f} GPUs; peak: {result.peak}")
+    if result.scenario == "reclaim":
+        arrived = next(
+            q.arrive_at
+            for q in scenario(result.scenario, result.api).queues
+            if q.gangs and q.arrive_at
+        )
+        reached = result.reached.get("team-b")
+        lines.append(
+            "  team-b arrived at "
+            f"{arrived:g} s and "
+            + (
+                f"held its 64 GPUs {reached - arrived:.1f} s later"
+                if reached is not None
+                else "never held its 64 GPUs"
+            )
+        )
     return "\n".join(lines)

@@ -109,10 +109,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "queues of one queue API kept backlogged, the oldest gang finishing every "
         "--finish-every seconds for --duration seconds (default 90); reports each queue's GPUs "
         "per second and its time-averaged share over the second half beside its fair share, "
-        "and exits 1 when a queue misses it by more than 8 GPUs (or a limit is passed)",
+        "and exits 1 when a queue misses it by more than 8 GPUs (or a limit is passed); "
+        "scenario reclaim: one queue fills the cluster, an idle one of equal weight returns and "
+        "nothing finishes, so it gets its half only by reclaim",
     )
     queues.add_argument(
-        "--scenario", choices=["weighted", "lend", "limit", "tree"], default="weighted"
+        "--scenario", choices=["weighted", "lend", "limit", "tree", "reclaim"], default="weighted"
     )
     queues.add_argument(
         "--queue-api", choices=["volcano", "kai", "elasticquota"], default="volcano"

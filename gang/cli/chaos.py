@@ -8,7 +8,7 @@ from pathlib import Path
 
 #: as ``gang.bench.chaosplan.MODES``; not imported from there, so ``gang run`` (whose CLI
 #: imports this module) never loads the simulator
-MODES = ("full", "crash", "preempt")
+MODES = ("full", "crash", "preempt", "reclaim")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +22,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--mode preempt fills the cluster with low-priority gangs, lets high-priority gangs "
         "arrive that fit only by preempting, and SIGKILLs the scheduler at planned evictions: "
         "no victim gang may be left partial and every preemptor that fits once the "
-        "low-priority pods are gone must be bound.",
+        "low-priority pods are gone must be bound. --mode reclaim fills the cluster from one "
+        "queue, brings back an idle queue of equal weight, SIGKILLs the scheduler at planned "
+        "evictions and changes the queues mid-run: no victim gang may be left partial, every "
+        "returning gang must be bound, and the first queue never left below its fair share.",
     )
     chaos.add_argument("--seed", type=int, default=1, help="first seed (default: %(default)s)")
     chaos.add_argument(
@@ -34,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         choices=list(MODES),
         default="full",
         help="full: every fault knob; crash: only scheduler SIGKILL + restart; preempt: "
-        "SIGKILLs aimed at preemptions (evictions, the wait before the preemptor binds) "
+        "SIGKILLs aimed at preemptions (evictions, the wait before the preemptor binds); "
+        "reclaim: the same for reclaim across queues, with queue changes mid-run "
         "(default: %(default)s)",
     )
     chaos.add_argument(
@@ -43,13 +47,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     chaos.add_argument(
         "--nodes",
         help="node pools of the simulated cluster (default: 12:gpu=8,cpu=32,memory=128Gi,zones=3; "
-        "preempt: 8:gpu=8,cpu=32,memory=128Gi)",
+        "preempt and reclaim: 8:gpu=8,cpu=32,memory=128Gi)",
     )
     chaos.add_argument(
         "--gangs",
         type=int,
         help="gangs in the workload (default: 24); in preempt mode the high-priority gangs that "
-        "arrive (default: 4; the low-priority ones are sized to fill the cluster)",
+        "arrive (default: 4; the low-priority ones are sized to fill the cluster); in reclaim "
+        "mode the returning queue's gangs (default: 4)",
     )
     chaos.add_argument("--log-dir", type=Path, help="keep the scheduler's logs here")
     chaos.add_argument(

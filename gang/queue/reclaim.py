@@ -13,14 +13,16 @@ The rules, for a reclaimer gang of queue R asking for ``request``:
 2. **Victim queues are above their fair share** (standing, the DRF dominant share, above 1),
    reclaimable, and not R's ancestors (only leaves hold gangs).
 3. **Floors**: after the victims go, every queue on a victim's path up to (not including) the
-   parent it shares with R still holds at least its fair share (dominant share at least 1) and,
-   of every resource taken, at least its guarantee. So reclaim never pushes a queue below its fair
-   share or its guarantee, and two queues both below their share cannot evict each other.
+   parent it shares with R still holds at least its fair share (dominant share at least 1, or a
+   fair share of nothing) and, of every resource taken, at least its guarantee. So reclaim never
+   pushes a queue below its fair share or its guarantee, and two queues both below their share
+   cannot evict each other.
 4. **Stability** (no ping-pong): where R's branch and the victim's meet, R's side after the move
-   has a dominant share at or below the victim side's. Were it above, the victim side would be
-   the one further below its share next cycle and take it back. Together with rule 1 this makes
-   a cluster at its fair split evict nothing, however many cycles run: no queue there can add a
-   gang and stay within its share.
+   stays within its own fair share, or has a dominant share at or below the victim side's. Were
+   it above both, the victim side would be the one owed capacity, facing a side above its own
+   share, and would take it back next cycle. Together with rule 1 this makes a cluster at its
+   fair split evict nothing, however many cycles run: no queue there can add a gang and stay
+   within its share.
 
 Shares here are measured over the resources the reclaimer asks for that are *contended* (the
 queues together ask more of them than the cluster has; KAI's "involved" resources): taking GPUs

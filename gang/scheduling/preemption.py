@@ -517,19 +517,26 @@ class Planner:
 
     def _units(self) -> list[_Unit]:
         """Lower-priority gangs with a bound member on a node the preemptor may use, and none
-        placed but not yet bound: evicting the bound members of a gang whose others are in
-        Permit or binding would leave it partial once they bind."""
+        placed but not yet bound (evicting the bound members of a gang whose others are in
+        Permit or binding would leave it partial once they bind), nor marked as a victim by a
+        preemption this process did not plan (its marks may yet be withdrawn)."""
         r = self.r
         own = r.gang.members
         groups: dict[VictimKey, _VictimGroup] = {}
-        placing: set[VictimKey] = set()
+        untouchable: set[VictimKey] = set()  # gangs no unit may come from
         rules = r.reclaim
         for rec in r.cache.pods.values():
             info = rec.info
             if info is None or info.key in own:
                 continue
             if rec.state is not PodState.BOUND:
-                placing.add(victim_key(info))
+                untouchable.add(victim_key(info))
+                continue
+            if info.preemption_marked and not info.deleting and info.key not in r.claimed:
+                # marked by a preemption this process did not plan (one cut short by a
+                # restart, its marks maybe being withdrawn): were the rest of its gang taken
+                # as a gang of their own, a withdrawal would leave it partial
+                untouchable.add(victim_key(info))
                 continue
             if self._leaving(info):
                 continue
@@ -542,7 +549,7 @@ class Planner:
                 continue
             group = groups.setdefault(victim_key(info), _VictimGroup(queue=queue))
             group.records.append(rec)
-        for key in placing:
+        for key in untouchable:
             groups.pop(key, None)
         if rules is not None:
             for key in [k for k, g in groups.items() if _young(g, rules)]:

@@ -59,3 +59,16 @@ async def test_kills_at_evictions_leave_no_partial_victim_gang(seed: int) -> Non
     assert result.eviction_kills >= 1, result.report()
     assert not result.verdict.partial_gangs and not result.victim_gangs_partial
     assert not result.unserved_preemptors and result.preemptors_bound >= 1
+
+
+@pytest.mark.parametrize("seed", [2])
+async def test_kills_at_reclaim_evictions_and_queue_changes_leave_every_queue_its_share(
+    seed: int,
+) -> None:
+    result = await run_chaos(ChaosConfig(seed=seed, duration=12, mode="reclaim"))
+    print(result.report())
+    assert result.ok, result.report()
+    assert result.evictions > 0 and result.victim_gangs > 0, result.report()
+    assert result.eviction_kills >= 1 and result.queue_changes == 4, result.report()
+    assert not result.victim_gangs_partial and not result.queue_below_share
+    assert not result.unserved_preemptors and result.preemptors_bound == result.preemptors

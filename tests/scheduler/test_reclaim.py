@@ -13,6 +13,7 @@ The real scheduler on the simulator, through each queue API users already have:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections import Counter
 from typing import Any
@@ -22,7 +23,9 @@ import pytest
 from gang.app.explain import explain, find_gang
 from gang.app.metrics import make_registry
 from gang.bench.queueload import APIS, KAI, QueueDef, QueueLoad, gang_objects
+from gang.bench.queuerun import scenario
 from gang.models.groupapis import POD_GROUP_GROUP, POD_GROUP_VERSION
+from gang.sim.kubelet import KubeletConfig
 from tests.scheduler.conftest import Env, eventually, gang_env
 
 pytestmark = pytest.mark.asyncio
@@ -341,3 +344,58 @@ async def test_a_gang_inside_its_queues_min_runtime_is_spared_until_it_is_over()
         )
         await _filled(env, "team-b", 8)
         assert (await _held(env))["team-a"] == 8
+
+
+async def test_the_reclaim_bench_scenario_drives_the_same_return() -> None:
+    """``gang bench --workload queues --scenario reclaim``'s workload (in-process, B arriving
+    after one second instead of five): A's 16 gangs at once, B's 8 once it arrives, nothing
+    finishing; B ends holding its 64 GPUs and the driver made exactly those gangs."""
+    plan = scenario("reclaim", KAI)
+    queues = [dataclasses.replace(q, arrive_at=min(q.arrive_at, 1.0)) for q in plan.queues]
+    async with gang_env(plan.nodes) as env, env.cluster.api_client() as client:
+        load = QueueLoad(client, KAI, queues, members=plan.members)
+        await load.setup()
+        shares = await load.run(4.0, finish=plan.finish)
+        assert load.created == {"team-a": 16, "team-b": 8}
+        assert shares.samples[-1][1] == plan.expected
+        assert shares.peak("team-a") == 128
+
+
+async def test_explain_says_the_reclaimer_waits_for_its_victims() -> None:
+    """A's pods take two seconds to terminate (kubelet stand-in, grace 2 s): meanwhile B's gang
+    is nominated, and ``gang explain`` says whom its reclaim evicts and why."""
+    kubelet = {"kubelet": KubeletConfig(start_delay=0.0, termination_delay=2.0)}
+    async with (
+        gang_env("2:gpu=8,cpu=64,memory=512Gi", cluster_options=kubelet) as env,
+        env.cluster.api_client() as client,
+    ):
+        load = QueueLoad(
+            client, KAI, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
+        )
+        await load.setup()
+        for i in range(2):
+            group, pods = gang_objects(KAI, "team-a", f"team-a-g{i:04d}", 8)
+            group["metadata"]["namespace"] = "team-a"
+            await load.create(group)
+            for pod in pods:
+                pod["spec"]["terminationGracePeriodSeconds"] = 2
+                await load.core.create_namespaced_pod("team-a", pod)
+        await _filled(env, "team-a", 16)
+        await _add(load, "team-b", 1)
+        answer: dict[str, Any] = {}
+
+        async def waiting() -> bool:
+            gang = find_gang(env.scheduler, "team-b", "team-b-g0000")
+            if gang is None or gang.preempting is None:
+                return False
+            answer.update(explain(env.scheduler, gang))
+            return True
+
+        await eventually(waiting)
+        assert answer["state"] == "waiting-for-victims", answer
+        assert answer["preemption"]["kind"] == "reclaim"
+        assert (
+            "queue team-b below its fair share 8 GPUs (has 0 GPUs)"
+            in answer["preemption"]["evicting"]
+        )
+        await _filled(env, "team-b", 8)

@@ -267,3 +267,40 @@ def test_budget_counter_follows_kube_scheduler() -> None:
         },
     )
     assert other_namespace.violations(a) == 0
+
+
+def test_a_gang_partly_marked_by_a_cut_short_preemption_is_no_victim() -> None:
+    """Two of a 3-pod gang carry another scheduler process's victim marks (its preemption was
+    cut short; recovery may withdraw them): its last member must not be taken as a gang of
+    its own. Found by ``gang chaos --mode reclaim`` (seed 3): the withdrawal left it 2 of 3."""
+    world = World(2, gpus=4)
+    marked = world.gang("half-marked", 3, 10, ["n0"], min_member=3)
+    world.gang("other", 4, 10, ["n1"])
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "a preemption decided before a restart",
+    }
+    for info in marked[:2]:
+        raw = {
+            "metadata": {
+                "name": info.name,
+                "namespace": "default",
+                "uid": info.uid,
+                "labels": {GROUP_LABEL: "half-marked"},
+            },
+            "spec": {
+                "schedulerName": "gang-scheduler",
+                "priority": 10,
+                "nodeName": "n0",
+                "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+            },
+            "status": {"phase": "Running", "conditions": [condition]},
+        }
+        world.cache.upsert_pod(parse_pod(raw))
+    assert world.cache.pods[("default", "half-marked-0")].info.preemption_marked  # type: ignore[union-attr]
+    # n0: its free GPU and the 2 marked ones (counted as leaving) hold 3 of the 4 pods; the
+    # last member there would be the cheaper victim, were it a gang of its own
+    plan = world.plan(4, priority=100)
+    assert victims(plan) == {"other": 4}
