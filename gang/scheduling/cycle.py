@@ -45,6 +45,7 @@ from gang.models.settings import SchedulerConfig
 from gang.scheduling.framework import (
     Deny,
     PluginError,
+    PreemptionPlugin,
     Profile,
     ReservePlugin,
     StaticFilterPlugin,
@@ -55,6 +56,7 @@ from gang.scheduling.gang import Gang, Preempting, Reservation
 from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.preemption import Plan, Request, leaving
+from gang.scheduling.queues import ReclaimScope
 from gang.scheduling.reservation import (
     MOVE_CHECK_SECONDS,
     NoReservation,
@@ -417,9 +419,10 @@ class Cycle:
         if gang.preempting is not None:
             left = self._victims_left(gang)
             if left:
+                what = "reclaim" if gang.preempting.reclaim else "preemption"
                 return _append(
                     message,
-                    f"preemption: waiting for {left} victim pod(s) of "
+                    f"{what}: waiting for {left} victim pod(s) of "
                     f"{gang.preempting.summary} to terminate",
                 )
             self._preemption_over(gang)  # the victims are gone and still it does not fit
@@ -436,6 +439,9 @@ class Cycle:
             claimed,
             lambda pod: self.state.ledger.may_evict(gang, pod),
         )
+        members = {p.key: p for p in pods}
+        # reclaim first: a queue below its fair share takes back what others borrow before
+        # it evicts its own lower-priority gangs
         reclaimers = [p for p in profile.preemptions if getattr(p, "reclaims", False)]
         scope = (
             self.state.ledger.reclaim_scope(
@@ -444,36 +450,39 @@ class Cycle:
             if reclaimers
             else None
         )
-        said: str | None = None
-        if isinstance(scope, str):
-            said = scope
-        elif scope is not None:
-            reclaim = dataclasses.replace(request, reclaim=scope)
-            for plugin in reclaimers:
-                start = time.perf_counter()
-                outcome = call(
-                    plugin, "PostFilter", profile.budgets.preemption, plugin.preempt, reclaim
-                )
-                if isinstance(outcome, Plan):
-                    self.preemption_decisions.observe(time.perf_counter() - start)
-                    why = scope.describe(v.queue for v in outcome.victims if v.queue)
-                    plan = dataclasses.replace(outcome, reclaim=why)
-                    return self._start_preemption(gang, {p.key: p for p in pods}, plan, message)
-                if isinstance(outcome, str):
-                    said = outcome
-        for plugin in profile.preemptions:
+        why_not: list[str] = [scope] if isinstance(scope, str) else []
+        if isinstance(scope, ReclaimScope):
+            plan, said = self._decide(
+                profile, dataclasses.replace(request, reclaim=scope), reclaimers
+            )
+            if plan is not None:
+                why = scope.describe(v.queue for v in plan.victims if v.queue)
+                plan = dataclasses.replace(plan, reclaim=why)
+                return self._start_preemption(gang, members, plan, message)
+            why_not = said[-1:]
+        plan, said = self._decide(profile, request, profile.preemptions)
+        if plan is not None:
+            return self._start_preemption(gang, members, plan, message)
+        for text in said + why_not:
+            message = _append(message, text)
+        return message
+
+    def _decide(
+        self, profile: Profile, request: Request, plugins: Sequence[PreemptionPlugin]
+    ) -> tuple[Plan | None, list[str]]:
+        """The first plan the plugins make for ``request``, or what they said instead."""
+        said: list[str] = []
+        for plugin in plugins:
             start = time.perf_counter()
             outcome = call(
                 plugin, "PostFilter", profile.budgets.preemption, plugin.preempt, request
             )
+            if isinstance(outcome, Plan):
+                self.preemption_decisions.observe(time.perf_counter() - start)
+                return outcome, said
             if isinstance(outcome, str):
-                message = _append(message, outcome)
-                continue
-            if outcome is None:
-                continue
-            self.preemption_decisions.observe(time.perf_counter() - start)
-            return self._start_preemption(gang, {p.key: p for p in pods}, outcome, message)
-        return message if said is None else _append(message, said)
+                said.append(outcome)
+        return None, said
 
     def _leaving(self, gang: Gang) -> int:
         """How many of the gang's bound members are on their way out (:func:`leaving`). They do
