@@ -22,7 +22,7 @@ import pytest
 
 from gang.app.explain import explain, find_gang
 from gang.app.metrics import make_registry
-from gang.bench.queueload import APIS, KAI, QueueDef, QueueLoad, gang_objects
+from gang.bench.queueload import APIS, KAI, QueueDef, QueueLoad, gang_objects, queue_objects
 from gang.bench.queuerun import scenario
 from gang.models.groupapis import POD_GROUP_GROUP, POD_GROUP_VERSION
 from gang.sim.kubelet import KubeletConfig
@@ -94,9 +94,7 @@ async def _filled(env: Env, namespace: str, gpus: int) -> None:
 @pytest.mark.parametrize("api", APIS)
 async def test_a_returning_queue_takes_back_its_fair_share_in_whole_gangs(api: str) -> None:
     async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
-        load = QueueLoad(
-            client, api, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
-        )
+        load = _two_teams(client, api)
         await load.setup()
         await _add(load, "team-a", 16)
         await _filled(env, "team-a", 128)
@@ -184,15 +182,16 @@ def _metrics(env: Env) -> dict[tuple[str, str], float]:
     return out
 
 
-def _kai(name: str, quota: int = 0, weight: float = 1, **spec: Any) -> dict[str, Any]:
-    gpu = {"quota": quota, "overQuotaWeight": weight, "limit": -1}
-    body: dict[str, Any] = {"resources": {"gpu": gpu}, **spec}
-    return {
-        "apiVersion": "scheduling.run.ai/v2",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+def _kai(name: str, quota: int = 0, weight: int = 1, **spec: Any) -> dict[str, Any]:
+    """A KAI Queue as a team writes it (``queue_objects``), with any more ``spec`` fields."""
+    (body,) = queue_objects(KAI, [QueueDef(name, weight=weight, quota=quota)])
+    body["spec"].update(spec)
+    return body
+
+
+def _two_teams(client: Any, api: str) -> QueueLoad:
+    """team-a and team-b of equal weight, no quota, no backlog (the tests add gangs)."""
+    return QueueLoad(client, api, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)])
 
 
 def _volcano(name: str, **spec: Any) -> dict[str, Any]:
@@ -215,7 +214,7 @@ async def test_a_reclaimer_takes_one_whole_gang_not_pieces_of_several() -> None:
     """A fills 32 GPUs with 4 gangs of 8 x 1 GPU, spread over the nodes; B needs 8: exactly
     one of A's gangs goes, whole, the other three keep all 8 members."""
     async with gang_env("4:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
-        load = QueueLoad(c, KAI, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)])
+        load = _two_teams(c, KAI)
         await load.setup()
         await _add(load, "team-a", 4)
         await _filled(env, "team-a", 32)
@@ -262,9 +261,7 @@ async def test_at_the_fair_split_a_thousand_cycles_evict_nothing() -> None:
     """A and B hold 64 GPUs each, their fair split, each with two more gangs waiting: 1,000
     cycles of every waiting gang decide no eviction (neither can add a gang within its share)."""
     async with gang_env(CLUSTER_128) as env, env.cluster.api_client() as client:
-        load = QueueLoad(
-            client, KAI, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
-        )
+        load = _two_teams(client, KAI)
         await load.setup()
         await _add(load, "team-a", 8)
         await _add(load, "team-b", 8)
@@ -369,9 +366,7 @@ async def test_explain_says_the_reclaimer_waits_for_its_victims() -> None:
         gang_env("2:gpu=8,cpu=64,memory=512Gi", cluster_options=kubelet) as env,
         env.cluster.api_client() as client,
     ):
-        load = QueueLoad(
-            client, KAI, [QueueDef("team-a", backlog=0), QueueDef("team-b", backlog=0)]
-        )
+        load = _two_teams(client, KAI)
         await load.setup()
         for i in range(2):
             group, pods = gang_objects(KAI, "team-a", f"team-a-g{i:04d}", 8)

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from gang.app.profiles import build_profiles
-from gang.models.groupapis import COSCHEDULING
+from gang.models.groupapis import COSCHEDULING, POD_GROUP_GROUP, POD_GROUP_VERSION
+from gang.models.queueapis import KAI_QUEUE_LABEL
 from gang.models.settings import SchedulerConfig
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
@@ -22,6 +23,27 @@ from gang.scheduling.placement import Placer
 from gang.scheduling.preemption import GangPreemption, Plan, Request
 from gang.scheduling.tracker import ClusterState
 from gang.state.cache import ClusterCache
+
+
+def kai_podgroup(
+    name: str, queue: str, min_member: int, created: str | None = None
+) -> dict[str, Any]:
+    """A Coscheduling PodGroup in ``default``, labelled for a KAI queue."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "default",
+        "uid": f"pg-{name}",
+        "resourceVersion": "1",
+        "labels": {KAI_QUEUE_LABEL: queue},
+    }
+    if created is not None:
+        meta["creationTimestamp"] = created
+    return {
+        "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": {"minMember": min_member},
+    }
 
 
 class _Quiet:

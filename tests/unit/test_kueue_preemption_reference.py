@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gang.models.groupapis import POD_GROUP_GROUP, POD_GROUP_VERSION
 from gang.models.queueapis import KAI_QUEUE_LABEL
-from tests.unit.reclaim_world import World
+from tests.unit.reclaim_world import World, kai_podgroup
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kueue" / "fair_preemption.yaml"
 CASES: list[dict[str, Any]] = yaml.safe_load(DATA.read_text())["cases"]
@@ -109,18 +108,7 @@ def _queues(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _workload(w: dict[str, Any], queue: str, bound: bool, order: int) -> list[dict[str, Any]]:
     name = w["name"].replace("_", "-").lower()
-    group = {
-        "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"pg-{name}",
-            "resourceVersion": "1",
-            "labels": {KAI_QUEUE_LABEL: queue},
-        },
-        "spec": {"minMember": w["pod_count"]},
-    }
+    group = kai_podgroup(name, queue, w["pod_count"])
     per_pod = w["request_internal"]["cpu"] // w["pod_count"]
     pods = []
     for i in range(w["pod_count"]):

@@ -28,9 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gang.models.groupapis import POD_GROUP_GROUP, POD_GROUP_VERSION
 from gang.models.queueapis import KAI_QUEUE_LABEL
-from tests.unit.reclaim_world import World
+from tests.unit.reclaim_world import World, kai_podgroup
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kai"
 GPU = "nvidia.com/gpu"
@@ -176,19 +175,7 @@ def _job_objects(job: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     ago = job.get("created_minutes_ago", job.get("extra", {}).get("created_minutes_ago", 0))
     created = _timestamp(NOW - 60 * ago)
     labels = {GROUP_LABEL: name, KAI_QUEUE_LABEL: job["queue"]}
-    group = {
-        "apiVersion": f"{POD_GROUP_GROUP}/{POD_GROUP_VERSION}",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"pg-{name}",
-            "resourceVersion": "1",
-            "labels": {KAI_QUEUE_LABEL: job["queue"]},
-            "creationTimestamp": created,
-        },
-        "spec": {"minMember": job["min_available"]},
-    }
+    group = kai_podgroup(name, job["queue"], job["min_available"], created)
     out: list[tuple[str, dict[str, Any]]] = [("group", group)]
     for task in _tasks(job):
         requests = {
