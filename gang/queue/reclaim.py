@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gang.models.queueapis import amount_text
 from gang.queue.fairshare import dominant_share
 
 Amounts = Mapping[str, float]
@@ -92,8 +93,8 @@ class Reclaim:
             fair = queue.fair.get(resource, 0.0)
             if after > fair + EPSILON:
                 return (
-                    f"its queue would hold {after:g} {resource} of its fair share {fair:g}: "
-                    "a queue takes back only up to its fair share"
+                    f"its queue would hold {amount_text(resource, after)} of its fair share "
+                    f"{amount_text(resource, fair)}: a queue takes back only up to its fair share"
                 )
         return None
 

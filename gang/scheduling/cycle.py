@@ -52,7 +52,7 @@ from gang.scheduling.framework import (
     Wait,
     call,
 )
-from gang.scheduling.gang import Gang, Preempting, Reservation
+from gang.scheduling.gang import Gang, GangKey, Preempting, Reservation
 from gang.scheduling.histogram import DECISION_BUCKETS, DurationHistogram
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.preemption import Plan, Request, leaving
@@ -76,6 +76,8 @@ from gang.state.cache import PodState, Snapshot
 from gang.state.podinfo import PodInfo
 
 log = logging.getLogger(__name__)
+#: a retry at a known moment comes this much after it (timestamps are whole seconds)
+RETRY_SLACK_SECONDS = 0.05
 
 SCHEDULED, UNSCHEDULABLE, BACKOFF = "scheduled", "unschedulable", "backoff"
 Key = tuple[str, str]
@@ -120,6 +122,8 @@ class Cycle:
         self.reclaimed_pods: dict[str, int] = {}
         #: cycles failed by a plugin error, per plugin name
         self.plugin_failures: dict[str, int] = {}
+        #: gangs to try again at a known moment (a reclaim victim's min runtime ending)
+        self._retries: dict[GangKey, asyncio.TimerHandle] = {}
         self._loop = asyncio.get_running_loop()
         book = state.reservations
         book.limit, book.share = config.max_reservations, config.reservation_max_share
@@ -460,12 +464,27 @@ class Cycle:
                 plan = dataclasses.replace(plan, reclaim=why)
                 return self._start_preemption(gang, members, plan, message)
             why_not = said[-1:]
+            if scope.spared_until is not None:  # a spared gang's min runtime ends: try again
+                self._retry_at(gang, scope.spared_until)
         plan, said = self._decide(profile, request, profile.preemptions)
         if plan is not None:
             return self._start_preemption(gang, members, plan, message)
         for text in said + why_not:
             message = _append(message, text)
         return message
+
+    def _retry_at(self, gang: Gang, when: float) -> None:
+        """Make ``gang`` active again at epoch ``when`` (one timer per gang, the latest asked)."""
+        old = self._retries.pop(gang.key, None)
+        if old is not None:
+            old.cancel()
+
+        def retry() -> None:
+            self._retries.pop(gang.key, None)
+            self.state.queue.activate(gang.key)
+
+        delay = max(0.0, when - time.time()) + RETRY_SLACK_SECONDS
+        self._retries[gang.key] = self._loop.call_later(delay, retry)
 
     def _decide(
         self, profile: Profile, request: Request, plugins: Sequence[PreemptionPlugin]

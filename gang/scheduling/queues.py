@@ -570,6 +570,9 @@ class ReclaimScope:
         self.ledger = ledger
         self.rules = rules
         self.now = now
+        #: epoch seconds at which the first gang spared for its min runtime may be taken (the
+        #: reclaimer is tried again then: nothing else would wake it), or None
+        self.spared_until: float | None = None
 
     @property
     def queue(self) -> str:
@@ -587,7 +590,11 @@ class ReclaimScope:
         return 0.0
 
     def protected(self, queue: str, started: float) -> bool:
-        return self.now - started < self.min_runtime(queue)
+        until = started + self.min_runtime(queue)
+        if self.now >= until:
+            return False
+        self.spared_until = until if self.spared_until is None else min(self.spared_until, until)
+        return True
 
     def order(self, queue: str) -> tuple[float, str]:
         return self.rules.order(queue)

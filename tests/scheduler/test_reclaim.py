@@ -285,7 +285,10 @@ async def test_at_the_fair_split_a_thousand_cycles_evict_nothing() -> None:
         await asyncio.sleep(0.5)
         assert await _held(env) == {"team-a": 64, "team-b": 64}
         message = waiting[0].last_failure or ""
-        assert "a queue takes back only up to its fair share" in message, message
+        assert (
+            "reclaim: not for this gang: its queue would hold 72 GPUs of its fair share 64 GPUs: "
+            "a queue takes back only up to its fair share" in message
+        ), message
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -394,3 +397,20 @@ async def test_explain_says_the_reclaimer_waits_for_its_victims() -> None:
             in answer["preemption"]["evicting"]
         )
         await _filled(env, "team-b", 8)
+
+
+async def test_a_reclaim_waits_out_the_min_runtime_and_then_takes() -> None:
+    """A's KAI queue says reclaimMinRuntime 3s and nothing else changes: B's gang waits, then
+    reclaims once A's gangs have run 3 s (the scheduler tries it again then by itself)."""
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
+        load = _two_teams(c, KAI)
+        await _queues(load, _kai("team-a", reclaimMinRuntime="3s"), _kai("team-b"))
+        await _add(load, "team-a", 2)
+        await _filled(env, "team-a", 16)
+        started = asyncio.get_running_loop().time()
+        await _add(load, "team-b", 1)
+        await asyncio.sleep(1.0)
+        assert (await _held(env))["team-b"] == 0  # spared: A's gangs are younger than 3 s
+        await _filled(env, "team-b", 8)
+        assert asyncio.get_running_loop().time() - started >= 1.5
+        assert env.scheduler.cycle.reclaims == 1

@@ -28,7 +28,7 @@ def test_a_queue_takes_back_only_up_to_its_fair_share() -> None:
     queues = _flat(a=(128, 64), b=(56, 64))
     assert Reclaim(queues, "b", {GPU: 8}).refusal() is None
     refusal = Reclaim(queues, "b", {GPU: 16}).refusal()
-    assert refusal is not None and "fair share 64" in refusal
+    assert refusal is not None and "would hold 72 GPUs of its fair share 64 GPUs" in refusal
 
 
 def test_victims_come_only_from_queues_above_their_fair_share() -> None:
