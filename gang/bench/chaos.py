@@ -622,13 +622,12 @@ class ChaosRun:
     def unserved(self) -> list[str]:
         store, api = self.cluster.store, self.cluster.api
         if self.reclaim:
-            total, _ = cluster_gpus(self.config.nodes)
             return unserved_reclaimers(
                 store.items(api.rt_pods.storage_key),
                 store.items(api.rt_nodes.storage_key),
                 store.items(api.registry.by_key(PODGROUPS_KEY).storage_key),
                 self.config.namespace,
-                total // 2,
+                self._taken_share(),
             )
         return unserved_preemptors(
             store.items(api.rt_pods.storage_key),
@@ -661,12 +660,16 @@ class ChaosRun:
             "preemption_kills": self.preemption_kills,
         }
 
-    def _below_share(self) -> list[str]:
-        """Reclaim mode: the queue reclaimed from must end holding at least its fair share — half
-        the GPUs, or all it had if that was less (equal weights; the other asks for its half)."""
+    def _taken_share(self) -> int:
+        """Reclaim mode: the fair share in GPUs of the queue reclaimed from — half the GPUs, or
+        all it had if that was less (equal weights; the other asks for its half)."""
         total, _ = cluster_gpus(self.config.nodes)
         start = sum(g.size * g.gpu for g in self.plan.gangs if g.queue == TAKEN)
-        share = min(start, total // 2)
+        return min(start, total // 2)
+
+    def _below_share(self) -> list[str]:
+        """Reclaim mode: the queue reclaimed from must end holding at least its fair share."""
+        share = self._taken_share()
         held = sum(self._bound(g.name) * g.gpu for g in self.plan.gangs if g.queue == TAKEN)
         if held >= share:
             return []
@@ -775,11 +778,7 @@ def unserved_preemptors(
     room = {
         n["metadata"]["name"]: free.get(n["metadata"]["name"], {}) for n in nodes if _schedulable(n)
     }
-    min_members = {
-        g["metadata"]["name"]: int((g.get("spec") or {}).get("minMember") or 1)
-        for g in podgroups
-        if g["metadata"].get("namespace", "") == namespace
-    }
+    min_members = _min_members(podgroups, namespace)
     gangs: dict[str, tuple[list[PodInfo], list[PodInfo]]] = {}  # name → (bound, pending)
     for pod in parsed:
         if (
@@ -825,11 +824,7 @@ def unserved_reclaimers(
     raws = [p for p in pods if p["metadata"].get("namespace", "") == namespace]
     parsed = [p for p in parse_pods(raws) if not p.deleting and not p.terminal]
     free = sum(max(0, room.get(GPU, 0)) for room in free_capacity(nodes, parsed).values())
-    min_members = {
-        g["metadata"]["name"]: int((g.get("spec") or {}).get("minMember") or 1)
-        for g in podgroups
-        if g["metadata"].get("namespace", "") == namespace
-    }
+    min_members = _min_members(podgroups, namespace)
     queue: dict[str, str | None] = {}
     bound: dict[str, int] = {}
     for pod in parsed:
@@ -854,6 +849,15 @@ def unserved_reclaimers(
                 f"give {give[0]} staying at or above its fair share of {share})"
             )
     return unserved
+
+
+def _min_members(podgroups: Iterable[Obj], namespace: str) -> dict[str, int]:
+    """Each PodGroup of ``namespace``: its minMember (1 when unset)."""
+    return {
+        g["metadata"]["name"]: int((g.get("spec") or {}).get("minMember") or 1)
+        for g in podgroups
+        if g["metadata"].get("namespace", "") == namespace
+    }
 
 
 async def run_chaos(

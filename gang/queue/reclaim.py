@@ -162,7 +162,7 @@ class Reclaim:
         for top in tops:
             mine = self._reclaimer_side(top)
             state = self.queues[mine]
-            ours = self.share(_plus(state.held, self.request), state.fair)
+            ours = self.share(total([state.held, self.request]), state.fair)
             theirs = self.standing(top, per_queue[top])
             if ours > 1.0 + EPSILON and ours > theirs + EPSILON:
                 return (
@@ -203,6 +203,7 @@ class Reclaim:
 
 
 def total(amounts: Iterable[Amounts]) -> dict[str, float]:
+    """The sum, per resource, of several amounts (what a set of pods or queues holds)."""
     out: dict[str, float] = {}
     for each in amounts:
         for resource, amount in each.items():
@@ -214,11 +215,4 @@ def _minus(held: Amounts, taken: Amounts) -> dict[str, float]:
     out = dict(held)
     for resource, amount in taken.items():
         out[resource] = max(0.0, out.get(resource, 0.0) - amount)
-    return out
-
-
-def _plus(held: Amounts, added: Amounts) -> dict[str, float]:
-    out = dict(held)
-    for resource, amount in added.items():
-        out[resource] = out.get(resource, 0.0) + amount
     return out

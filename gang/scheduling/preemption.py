@@ -44,6 +44,7 @@ from typing import Any, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from gang.queue.reclaim import total
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placement, Placer
 from gang.scheduling.trials import Trials
@@ -602,11 +603,7 @@ class Planner:
         tier: tuple[Any, ...],
         group: _VictimGroup,
     ) -> _Unit:
-        amounts: dict[str, float] = {}
-        if group.queue is not None:
-            for info in _infos(records):
-                for resource, amount in info.requests.items():
-                    amounts[resource] = amounts.get(resource, 0.0) + amount
+        amounts = total(p.requests for p in _infos(records)) if group.queue is not None else {}
         return _Unit(key, records, whole, priority, rows, tier, group.queue, amounts)
 
     def _leaving(self, info: PodInfo) -> bool:

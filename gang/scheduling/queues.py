@@ -461,11 +461,8 @@ class QueueLedger:
         asks: Amounts = {}
         for pod in pods:  # the cycle passes only the members it must place
             _add(asks, pod.requests)
-        total: Amounts = {}
-        for leaf in picture.demand:
-            if self.tree.is_leaf(leaf):
-                _add(total, picture.demand[leaf])
-        contended = [r for r, v in total.items() if v > picture.capacity.get(r, 0.0)]
+        asked = self._sum(picture.demand, [q for q in picture.demand if self.tree.is_leaf(q)])
+        contended = [r for r, v in asked.items() if v > picture.capacity.get(r, 0.0)]
         rules = Reclaim(states, queue, asks, contended)
         refusal = rules.refusal()
         if refusal is not None:

@@ -248,6 +248,19 @@ def _mark(case: dict[str, Any]) -> Any:
     return pytest.param(case, id=case["source"].split()[-1] + "-" + case["file"], marks=marks)
 
 
+def _decided(case: dict[str, Any]) -> World:
+    """The case's cluster in gang's state, after one pass of the cycle over its waiting gangs."""
+    objects = [obj for job in case["jobs"] for obj in _job_objects(job)]
+    world = World(
+        [_node(name, spec) for name, spec in case["nodes"].items()],
+        [_queue(q) for q in case["queues"]],
+        [obj for kind, obj in objects if kind == "group"],
+        [obj for kind, obj in objects if kind == "pod"],
+    )
+    world.run()
+    return world
+
+
 def test_the_tables_are_whole() -> None:
     assert len(RECLAIM) == 40 and len(ELASTIC) == 11
     assert set(DIFFERENT) <= {c["source"] for c in RECLAIM + ELASTIC}
@@ -256,13 +269,7 @@ def test_the_tables_are_whole() -> None:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("case", [_mark(c) for c in RECLAIM + ELASTIC])
 async def test_kai_reclaim(case: dict[str, Any]) -> None:
-    world = World(
-        [_node(name, spec) for name, spec in case["nodes"].items()],
-        [_queue(q) for q in case["queues"]],
-        [obj for job in case["jobs"] for kind, obj in _job_objects(job) if kind == "group"],
-        [obj for job in case["jobs"] for kind, obj in _job_objects(job) if kind == "pod"],
-    )
-    world.run()
+    world = _decided(case)
     evicted, placed = world.evicted(), world.placed()
     wrong = []
     pods = _pods_of(case)
@@ -289,13 +296,7 @@ async def test_identical_inputs_give_identical_decisions() -> None:
     """Every agreeing case, decided twice from scratch: the same victims and the same nodes."""
 
     def decide(case: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-        world = World(
-            [_node(name, spec) for name, spec in case["nodes"].items()],
-            [_queue(q) for q in case["queues"]],
-            [obj for job in case["jobs"] for kind, obj in _job_objects(job) if kind == "group"],
-            [obj for job in case["jobs"] for kind, obj in _job_objects(job) if kind == "pod"],
-        )
-        world.run()
+        world = _decided(case)
         return sorted(world.evicted()), world.placed()
 
     decided = 0
