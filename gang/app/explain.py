@@ -81,6 +81,12 @@ def explain(scheduler: GangScheduler, gang: Gang) -> dict[str, Any]:
     share = queue_share(scheduler, gang)
     if share is not None:
         answer["queue_share"] = share
+    if gang.topology is not None:
+        answer["topology"] = {
+            "topology": gang.topology.topology,
+            "asks": gang.topology.describe(),
+            "levels": list(gang.topology.levels),
+        }
     state, summary, unblock = _judge(scheduler, gang)
     answer.update(state=state, summary=summary, unblock=unblock)
     failure = gang.last_unplaceable
@@ -334,6 +340,9 @@ def render(answer: dict[str, Any]) -> str:
             lines.append(f"    {share['note']}")
     for other in queue["ahead"]:
         lines.append(f"    ahead: {other['gang']} ({other['pending']} pending)")
+    if "topology" in answer:
+        topology = answer["topology"]
+        lines.append(f"  topology {topology['topology']}: {topology['asks']}")
     blocked = answer.get("blocked_member")
     if blocked:
         lines.append(

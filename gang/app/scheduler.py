@@ -44,6 +44,7 @@ from gang.kube.transport import (
 from gang.models.groupapis import COSCHEDULING, GROUP_APIS, NATIVE, WORKLOAD, GroupApi
 from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import SchedulerConfig
+from gang.models.topologyapis import TOPOLOGY_APIS
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
 from gang.scheduling.framework import PluginContext
@@ -52,6 +53,7 @@ from gang.scheduling.histogram import DurationHistogram
 from gang.scheduling.placement import Placer
 from gang.scheduling.tracker import ClusterState
 from gang.state.cache import ClusterCache
+from gang.state.topologybook import TopologyBook
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,7 @@ class GangScheduler:
             self.reporter,
             self._disrupted,
             queue_sort=self.profiles[names[0]].queue_sort,
+            topologies=TopologyBook(self.config.topologies),
         )
         self.placers = {
             name: Placer.for_profile(self.cache.index, p, cfg.topology_key)
@@ -203,6 +206,24 @@ class GangScheduler:
             )
             self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
 
+    async def _watch_topology_apis(self) -> None:
+        """Discovery: watch Kueue's and KAI's ``Topology`` objects where served (the first
+        version gang understands). A gang asking for a level no topology has waits, saying so."""
+        cfg = self.config
+        for api in TOPOLOGY_APIS:
+            for version in api.versions:
+                if await self.kube.serves(api.group, version, api.plural):
+                    log.info("watching %s.%s %s", api.plural, api.group, version)
+                    informer = Informer(
+                        self.kube,
+                        Kind(f"{api.plural}.{api.group}", api.group, version, api.plural),
+                        self.state.topology_objects[api.name],
+                        resync_period=cfg.resync_period_seconds,
+                        watch_timeout=cfg.watch_timeout_seconds,
+                    )
+                    self.informers.insert(len(self.informers) - 1, informer)
+                    break
+
     def pending_by_queue(self) -> dict[str, int]:
         """Per queue, its gangs with members waiting for placement."""
         out: dict[str, int] = {}
@@ -220,6 +241,7 @@ class GangScheduler:
         self._build()
         await self._watch_group_apis()
         await self._watch_queue_apis()
+        await self._watch_topology_apis()
         try:
             async with asyncio.TaskGroup() as tasks:
                 for informer in self.informers:

@@ -4,9 +4,10 @@
 cluster; ``gang sim serve --from-snapshot`` and ``gang bench --from-snapshot`` replay a real
 cluster's shape for capacity planning. All of them start from the same file: the objects
 placement reads — namespaces (their labels feed namespaceSelectors), PriorityClasses, nodes,
-PodDisruptionBudgets, every gang API's group objects and every queue API's queues the server
-serves, and every pod that is not finished — as the API server returned them, minus what only the server may write again
-(``managedFields``, ``resourceVersion``, ``uid``).
+PodDisruptionBudgets, every gang API's group objects, every queue API's queues and every
+topology API's topologies the server serves, and every pod that is not finished — as the API
+server returned them, minus what only the server may write again (``managedFields``,
+``resourceVersion``, ``uid``).
 
 ``anonymise`` renames namespaces, nodes, pods and groups (consistently: a pod's ``nodeName``
 and group claim follow its node's and group's new names) and drops what identifies a workload
@@ -29,6 +30,7 @@ from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import POD_GROUP_LABEL
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, VOLCANO_DEFAULT_QUEUE
 from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
+from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
 Obj = dict[str, Any]
@@ -37,7 +39,7 @@ PRIORITY_CLASSES = Kind("priorityclasses", "scheduling.k8s.io", "v1", "priorityc
 SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "selfLink", "generation")
 #: annotations placement or the gang APIs read, kept by ``anonymise``
 KEPT_ANNOTATIONS = frozenset(
-    {*VOLCANO_ANNOTATIONS, "volcano.sh/task-spec", EXPECTED_RUN_ANNOTATION}
+    {*VOLCANO_ANNOTATIONS, "volcano.sh/task-spec", EXPECTED_RUN_ANNOTATION, *TOPOLOGY_ANNOTATIONS}
 )
 
 
@@ -72,6 +74,12 @@ async def take(kube: Kube) -> Obj:
         if await kube.serves(queues.group, queues.version, queues.plural):
             kind = Kind(queues.plural, queues.group, queues.version, queues.plural)
             items += [_typed(kind, o, queues.kind) for o in (await kube.list(kind))[0]]
+    for topologies in TOPOLOGY_APIS:
+        for version in topologies.versions:
+            if await kube.serves(topologies.group, version, topologies.plural):
+                kind = Kind(topologies.plural, topologies.group, version, topologies.plural)
+                items += [_typed(kind, o, "Topology") for o in (await kube.list(kind))[0]]
+                break
     pods = (await kube.list(PODS))[0]
     items += [_typed(PODS, p) for p in pods if _unfinished(p)]
     return {

@@ -6,6 +6,10 @@ A millisecond figure depends on the machine, so it is reported beside a floor me
 same sitting: taking the snapshot and looking at every node once (one vectorised fit check of
 one member's requests). The ratio of the two travels between machines; it says how many
 "reads of the cluster" a decision costs.
+
+With a topology ask (``--topology required=block,preferred=rack``, over nodes labelled with the
+node spec's ``blocks=``/``racks=``), the same gang is timed with the ask and without it in the
+same sitting, and their ratio is what a topology costs.
 """
 
 from __future__ import annotations
@@ -17,10 +21,29 @@ import numpy as np
 
 from gang.bench.workload import Rule, rules_spec
 from gang.models.settings import ScoreWeights
+from gang.models.topologyapis import HOSTNAME, TopologyConstraint
 from gang.scheduling.placement import Placement, Placer
-from gang.sim.nodespec import node_objects, parse_pools
+from gang.sim.nodespec import BLOCK_LABEL, RACK_LABEL, node_objects, parse_pools
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import parse_pod
+
+#: the levels ``--topology`` names, coarse to fine, and their node labels
+LEVELS = {"block": BLOCK_LABEL, "rack": RACK_LABEL, "hostname": HOSTNAME}
+
+
+def topology_ask(text: str) -> TopologyConstraint:
+    """``required=block,preferred=rack`` (either may be left out) over block → rack → host."""
+    names = list(LEVELS)
+    fields: dict[str, int] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        kind, _, level = item.partition("=")
+        if kind not in ("required", "preferred") or level not in LEVELS:
+            raise ValueError(
+                f"--topology: {item!r} must be required=LEVEL or preferred=LEVEL, LEVEL one "
+                f"of {', '.join(names)}"
+            )
+        fields[kind] = names.index(level)
+    return TopologyConstraint("bench", tuple(LEVELS.values()), **fields)  # type: ignore[arg-type]
 
 
 def placement_ms(
@@ -29,6 +52,7 @@ def placement_ms(
     gpus: int = 1,
     repeat: int = 30,
     rules: list[Rule] | None = None,
+    topology: TopologyConstraint | None = None,
 ) -> dict[str, float]:
     cache = ClusterCache()
     for node in node_objects(parse_pools(nodes)):
@@ -79,7 +103,8 @@ def placement_ms(
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        result = placer.place(cache.snapshot(), pods, members)  # the snapshot is timed too
+        # the snapshot is timed too
+        result = placer.place(cache.snapshot(), pods, members, topology=topology)
         times.append((time.perf_counter() - start) * 1000)
         assert isinstance(result, Placement) and len(result.assignments) == members
     return {

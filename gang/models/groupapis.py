@@ -30,6 +30,7 @@ from gang.models.podgroup import (
     podgroup_base,
 )
 from gang.models.quantity import resource_units
+from gang.models.topologyapis import native_ask
 
 COSCHEDULING = "coscheduling"
 SIGS_LEGACY = "scheduler-plugins-legacy"
@@ -187,10 +188,12 @@ def _native(raw: Mapping[str, Any], version: str) -> list[PodGroupInfo]:
         return [replace(base, error=describe_errors(err))]
     except ValueError as err:
         return [replace(base, error=f"spec.schedulingPolicy: {err}")]
+    native = native_ask(spec) if isinstance(spec, Mapping) else None
     return [
         replace(
             base,
             min_member=min_count,
+            topology=base.topology + ((native,) if native is not None else ()),
             priority=parsed.priority,
             priority_class_name=parsed.priority_class_name,
             disrupt_single=parsed.single(),

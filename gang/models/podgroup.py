@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from gang.models.quantity import QuantityError, parse_quantity, resource_units
+from gang.models.topologyapis import TopologyAsk, asks_in_annotations
 
 POD_GROUP_GROUP = "scheduling.x-k8s.io"
 POD_GROUP_VERSION = "v1alpha1"
@@ -93,6 +94,8 @@ class PodGroupInfo:
     disrupt_single: bool = False
     #: the object's labels (a KAI queue label names the gang's queue, whatever its API)
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: what the group asks of the topology (Kueue/KAI annotations on it, the native spec)
+    topology: tuple[TopologyAsk, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -174,6 +177,7 @@ def podgroup_base(raw: Mapping[str, Any]) -> PodGroupInfo:
         creation_timestamp=parse_timestamp(meta.get("creationTimestamp")),
         status=_status(raw.get("status")),
         labels=_labels(meta.get("labels")),
+        topology=tuple(asks_in_annotations(meta.get("annotations"))),
     )
 
 

@@ -70,6 +70,23 @@ class ProfileConfig(BaseModel):
     plugin_args: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
+class TopologyLevels(BaseModel):
+    """A topology declared in gang's settings (as Kueue's and KAI's ``Topology`` objects say it):
+    node label keys, coarse to fine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    levels: list[str] = Field(min_length=1, max_length=16)
+
+    @field_validator("levels")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value) or not all(value):
+            raise ValueError("levels must be distinct, non-empty node label keys")
+        return value
+
+
 class SchedulerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -86,6 +103,8 @@ class SchedulerConfig(BaseModel):
     unschedulable_flush_seconds: float = Field(default=60.0, gt=0)
     #: the label whose values are the topology domains gang packing keeps a gang inside
     topology_key: str = Field(default=ZONE_LABEL, min_length=1)
+    #: topologies for gangs' required/preferred levels, beside Kueue's and KAI's Topology objects
+    topologies: list[TopologyLevels] = Field(default_factory=list)
     weights: ScoreWeights = Field(default_factory=ScoreWeights)
     #: binds in flight at once, across all gangs: "auto" follows the server's answers
     #: (gang.binding.adaptive: grows while round trips hold, shrinks when they rise or on

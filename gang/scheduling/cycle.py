@@ -201,10 +201,17 @@ class Cycle:
         refusal = self.state.ledger.admit(gang, pods)
         if refusal is not None:  # its queue is unusable or at its limit: no capacity helps
             return refusal
+        topology = self.state.topologies.constraint(
+            gang.podgroup, gang.members.values(), gang.min_member
+        )
+        if isinstance(topology, str):  # an ask no topology can honour: nothing is placed
+            return f"gang {gang.key} cannot be placed: {topology}"
+        gang.topology = topology
         self.state.register_vectors(pods)
         snap = self._snapshot(gang)
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())
-        anchors += [node for _, node in held.values()]
+        if topology is None:  # re-planned placeholders: only a packing preference; a topology
+            anchors += [node for _, node in held.values()]  # holds to the members placed
         placer = self.placers[profile.scheduler_name]
         gang.last_unplaceable = None
         for plugin in profile.pre_filters:
@@ -218,7 +225,7 @@ class Cycle:
                 return rejection
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
-        result = placer.place(snap, pods, need, anchors)
+        result = placer.place(snap, pods, need, anchors, gang.topology)
         if isinstance(result, Placement) and gang.tasks_missing(result.assignments):
             # minMember placed, but not every task's minimum (Volcano minTaskMember)
             lacking = gang.tasks_missing(p.key for p in pods)
@@ -228,9 +235,9 @@ class Cycle:
                 )
             mandatory = gang.task_minimums(pods)  # each task's members first
             if len(mandatory) >= need:
-                result = placer.place(snap, mandatory, len(mandatory), anchors)
+                result = placer.place(snap, mandatory, len(mandatory), anchors, gang.topology)
             else:
-                result = placer.place(snap, pods, len(pods), anchors)
+                result = placer.place(snap, pods, len(pods), anchors, gang.topology)
         if not isinstance(result, Placement):
             gang.last_unplaceable = result
             never = self._never_fits(gang, placer, pods, need, snap)
@@ -751,7 +758,7 @@ class Cycle:
             snap = self._snapshot(gang)
         finally:
             self._holding = saved
-        trials = Trials(snap, pods, need, anchors, placer, cache.index)
+        trials = Trials(snap, pods, need, anchors, placer, cache.index, gang.topology)
         plan = ReservationPlanner(trials, cache, gang.members, self._now, ahead).plan()
         if isinstance(plan, NoReservation):
             return plan.why
@@ -862,7 +869,7 @@ class Cycle:
         if gang.single:
             return None
         cache = self.state.cache
-        memo = (cache.version, need, tuple(p.key for p in pods))
+        memo = (cache.version, need, tuple(p.key for p in pods), gang.topology)
         if gang.never_memo != memo:
             gang.never_memo = memo
             gang.never_fits, gang.never_placed = None, need
@@ -874,7 +881,8 @@ class Cycle:
                     f"({_short_of(total, group.min_resources)})"
                 )
             else:
-                result = Trials(snap, pods, need, (), placer, cache.index).empty_result()
+                trials = Trials(snap, pods, need, (), placer, cache.index, gang.topology)
+                result = trials.empty_result()
                 if isinstance(result, Unplaceable):
                     gang.never_placed = result.placed
                     gang.never_fits = self._describe_failure(gang, result).removeprefix(

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from gang.models.podgroup import PodGroupInfo
 from gang.models.queueapis import DEFAULT_QUEUE
+from gang.models.topologyapis import TopologyConstraint
 from gang.queue.tree import Membership
 from gang.state.podinfo import PodInfo
 
@@ -190,11 +191,14 @@ class Gang:
     never_placed: int = 0
     #: the judgement above, kept while the node set and the gang's shape stay the same:
     #: (node-set version, members needed, members' keys)
-    never_memo: tuple[int, int, tuple[Key, ...]] | None = None
+    never_memo: tuple[int, int, tuple[Key, ...], TopologyConstraint | None] | None = None
     #: the last cycle's placement failure, structured (for explain); None after a placement
     last_unplaceable: Unplaceable | None = None
     #: the queue it is in, or why its queue cannot serve it (kept by ``QueueLedger.place``)
     membership: Membership = field(default_factory=lambda: Membership(DEFAULT_QUEUE))
+    #: what it asks of the topology, resolved at the start of its last cycle (every placement
+    #: of that cycle, preemption's and reservation's trials included, honours it)
+    topology: TopologyConstraint | None = None
 
     @property
     def priority(self) -> int:

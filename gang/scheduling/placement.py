@@ -17,6 +17,14 @@ domain (``topology_key``, default zone) — the domain already holding its bound
 then the tightest domain that fits — and only then spreads across domains, still scoring nodes in
 domains the gang already uses higher.
 
+Topology constraints: a gang that asks for a required or preferred topology level (or slices)
+is placed where ``gang.scheduling.topologyfit`` chooses: the tightest domain that holds it, and
+how many members go into each finest-level domain below it. The greedy pass then runs with a
+quota per finest domain (:class:`_Quota`), so every Filter and Score rule still picks the nodes,
+but never outside the chosen domains; if a rule between pods refuses that split, the members are
+placed again with quotas per slice domain (or per chosen domain) only. A required level is never
+left, for the needed members or the extra ones.
+
 Capacity reserved for others: a node holding capacity for a reservation that does not hold
 against this gang (a gang behind it, or one it may backfill) scores below every node that holds
 none (``Snapshot.avoid``). The reservation planned for those nodes to drain; a gang ahead that
@@ -34,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gang.models.settings import ScoreWeights
+from gang.models.topologyapis import TopologyConstraint, level_name
 from gang.scheduling.framework import (
     Budgets,
     NodeFilterInput,
@@ -56,10 +65,12 @@ from gang.scheduling.plugins import (
     default_scores,
 )
 from gang.scheduling.predicates import host_port_key, summarize
+from gang.scheduling.topologyfit import Chosen, choose
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
 from gang.state.resources import ResourceIndex, Vector
+from gang.state.topology import DomainTree
 
 Key = tuple[str, str]
 Mask = npt.NDArray[np.bool_]
@@ -111,6 +122,28 @@ class _Previous:
     scores: npt.NDArray[np.float64]  # their local scores (-inf once a row stops fitting)
     last: int  # the row chosen last: the only one whose state changed since
     domains_used: int
+
+
+@dataclass(slots=True)
+class _Quota:
+    """How many more members each domain of one level may take (a topology choice)."""
+
+    domain_of: npt.NDArray[np.int64]  # row → domain (-1: outside the chosen domains)
+    left: npt.NDArray[np.int64]  # domain → members it may still take
+
+    def open_rows(self) -> Mask:
+        inside = self.domain_of >= 0
+        result: Mask = inside & (self.left[np.where(inside, self.domain_of, 0)] > 0)
+        return result
+
+    def spend(self, row: int) -> int | None:
+        """Count a member placed on ``row``; the domain it closed, if it did."""
+        domain = int(self.domain_of[row])
+        self.left[domain] -= 1
+        return domain if self.left[domain] == 0 else None
+
+    def closed(self, row: int) -> bool:
+        return bool(self.left[self.domain_of[row]] <= 0)
 
 
 @dataclass(slots=True)
@@ -235,11 +268,13 @@ class Placer:
         pods: Sequence[PodInfo],
         need: int,
         anchors: Sequence[str] = (),
+        topology: TopologyConstraint | None = None,
     ) -> Placement | Unplaceable:
         """Place ``need`` of ``pods`` (all-or-nothing), then as many of the rest as fit.
 
         ``anchors`` are the nodes of members already bound or reserved: their domains count as
-        the gang's own. ``snap.free`` is consumed.
+        the gang's own. ``topology``: the gang's topology constraint (None: today's packing).
+        ``snap.free`` is consumed.
         """
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
@@ -255,7 +290,13 @@ class Placer:
         attempt: dict[Key, int] | Unplaceable | None = None
         ports: Ports = {}  # host ports claimed by members placed in this call, per row
         placed: list[Placed] = []  # members placed in this call, seen by rules between pods
-        if (
+        extra_rows: Mask | None = None
+        if topology is not None and needed:
+            inside = self._in_topology(snap, needed, vectors, anchors, topology, ports, placed)
+            if isinstance(inside, Unplaceable):
+                return inside
+            attempt, extra_rows = inside
+        elif (
             self.pack_domains
             and needed
             and len(needed) + len(anchors) > 1
@@ -281,12 +322,132 @@ class Placer:
         used = {int(self._domains[row]) for row in attempt.values()} | anchor_domains
         unplaced: dict[Key, str] = {}
         for pod in extras:  # best effort, each on its own: a smaller one may fit where a bigger
-            extra = self._greedy(snap, snap.free, [pod], vectors, None, used, ports, placed)
+            extra = self._greedy(snap, snap.free, [pod], vectors, extra_rows, used, ports, placed)
             if isinstance(extra, Unplaceable):
                 unplaced[pod.key] = extra.message
             else:
                 attempt.update(extra)
         return Placement({key: snap.names[row] for key, row in attempt.items()}, unplaced)
+
+    def _in_topology(
+        self,
+        snap: Snapshot,
+        needed: Sequence[PodInfo],
+        vectors: dict[Key, Vector],
+        anchors: Sequence[str],
+        topology: TopologyConstraint,
+        ports: Ports,
+        placed: list[Placed],
+    ) -> tuple[dict[Key, int], Mask | None] | Unplaceable:
+        """Place the needed members inside the domains the topology choice takes; the rows the
+        extra members may use (the required domain; None: anywhere)."""
+        tree = snap.domains.tree(topology.levels)
+        count = len(needed)
+        within = self._anchor_domain(snap, tree, anchors, topology)
+        if isinstance(within, Unplaceable):
+            return within
+        held: dict[int, int] = {}
+        if topology.slice_level is not None:  # slices the placed members began
+            for row in (self._row_of[n] for n in anchors if n in self._row_of):
+                domain = int(tree.ids[topology.slice_level][row])
+                held[domain] = held.get(domain, 0) + 1
+        slots = self._slots(snap, needed[0], vectors[needed[0].key], count)
+        chosen = choose(tree, slots, count, topology, within, held)
+        if not isinstance(chosen, Chosen):
+            message = chosen.message + _unlabelled_note(tree, topology)
+            return Unplaceable(message, min(chosen.fits * chosen.unit, count), count)
+        last = len(tree.levels) - 1
+        quotas = [_quota_of(tree, last, chosen.leaves)]
+        loose = topology.slice_level if topology.slice_level is not None else chosen.level
+        if loose != last:  # a rule may refuse the leaves' split: the coarser one holds too
+            quotas.append(_quota_of(tree, loose, _roll_up(tree, last, loose, chosen.leaves)))
+        failure: Unplaceable | None = None
+        for quota in quotas:
+            trial, trial_ports = snap.free.copy(), _copy_ports(ports)
+            trial_placed: list[Placed] = []
+            result = self._greedy(
+                snap,
+                trial,
+                needed,
+                vectors,
+                quota.open_rows(),
+                set(),
+                trial_ports,
+                trial_placed,
+                explain=failure is None,
+                quota=quota,
+            )
+            if isinstance(result, Unplaceable):
+                failure = failure or result
+                continue
+            snap.free[:] = trial
+            ports.clear()
+            ports.update(trial_ports)
+            placed.extend(trial_placed)
+            extra = None
+            if topology.required is not None:
+                required = tree.ids[topology.required]
+                home = required[next(iter(result.values()))]
+                extra = required == home
+            return result, extra
+        assert failure is not None
+        where = " and ".join(
+            f"{level_name(tree.levels[chosen.level])} {'/'.join(tree.values[chosen.level][d])}"
+            for d in chosen.domains
+        )
+        return Unplaceable(
+            f"{topology.describe()}: inside {where}, {failure.message}",
+            failure.placed,
+            count,
+            failure.member,
+            failure.reasons,
+        )
+
+    def _anchor_domain(
+        self,
+        snap: Snapshot,
+        tree: DomainTree,
+        anchors: Sequence[str],
+        topology: TopologyConstraint,
+    ) -> int | Unplaceable | None:
+        """The required-level domain the gang's placed members hold it to; None if none."""
+        if topology.required is None:
+            return None
+        ids = tree.ids[topology.required]
+        rows = [self._row_of[n] for n in anchors if n in self._row_of]
+        if not rows:
+            return None
+        held = {int(ids[row]) for row in rows}
+        name = level_name(tree.levels[topology.required])
+        if -1 in held:
+            return Unplaceable(
+                f"required {name}: members already run on nodes without the label "
+                f"{tree.levels[topology.required]}",
+                0,
+                0,
+            )
+        if len(held) > 1:
+            return Unplaceable(
+                f"required {name}: members already run in {len(held)} {name}s "
+                f"({', '.join(sorted('/'.join(tree.values[topology.required][d]) for d in held))})",
+                0,
+                0,
+            )
+        return held.pop()
+
+    def _slots(self, snap: Snapshot, pod: PodInfo, vec: Vector, most: int) -> npt.NDArray[np.int64]:
+        """Per row, how many members shaped like ``pod`` fit its free capacity (its static
+        filters passing; at most ``most`` where it requests nothing)."""
+        static = self.static(snap, pod.constraints).mask
+        positive = vec > 0
+        if positive.any():
+            per_node = np.min(
+                np.where(static[:, None], snap.free[:, positive], 0) // vec[positive], axis=1
+            )
+        else:
+            per_node = np.where(static, most, 0)
+        result: npt.NDArray[np.int64] = np.clip(per_node, 0, None).astype(np.int64)
+        return result
 
     def _spreads_over_domains(self, pod: PodInfo) -> bool:
         """The pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
@@ -345,17 +506,7 @@ class Placer:
         """Domains that might hold all of ``pods``: the anchors' first, then tightest fit first."""
         if not len(self._domains) or self._domains.max() < 0:
             return []
-        first = pods[0]
-        vec = vectors[first.key]
-        static = self.static(snap, first.constraints).mask
-        positive = vec > 0
-        if positive.any():
-            per_node = np.min(
-                np.where(static[:, None], snap.free[:, positive], 0) // vec[positive], axis=1
-            )
-        else:
-            per_node = np.where(static, len(pods), 0)
-        per_node = np.clip(per_node, 0, None)
+        per_node = self._slots(snap, pods[0], vectors[pods[0].key], len(pods))
         capacity = np.bincount(
             self._domains[self._domains >= 0], weights=per_node[self._domains >= 0]
         )
@@ -374,10 +525,12 @@ class Placer:
         claimed_ports: Ports,
         placed: list[Placed],
         explain: bool = True,
+        quota: _Quota | None = None,
     ) -> dict[Key, int] | Unplaceable:
         """Place each pod on its best-scoring feasible row, consuming ``free``, claiming host
         ports in ``claimed_ports`` and appending to ``placed``; a failure on the first pod leaves
-        all three untouched. Without ``explain`` a failure carries no message (a trial)."""
+        all three untouched. Without ``explain`` a failure carries no message (a trial).
+        ``quota``: how many members each domain may still take (spent as members are placed)."""
         chosen: dict[Key, int] = {}
         # The previous member's local filter and score results (the plugins that judge a node by
         # its own state: every built-in but the rule-aware ones). When the next member has the
@@ -400,16 +553,19 @@ class Placer:
                 and not pod.constraints.host_ports
                 and previous.domains_used == len(used_domains)
             ):
-                self._rejudge_last(snap, free, previous, vec, used_domains)
+                self._rejudge_last(snap, free, previous, vec, used_domains, quota)
                 row = self._choose(view, previous.candidates, previous.scores, active, used_domains)
                 if row is not None:
                     free[row] -= vec
                     chosen[pod.key] = row
                     placed.append((pod, row))
                     previous.last = row
+                    _spend(quota, row, previous)
                     continue
             static = self.static(snap, pod.constraints)
             fit = static.mask if rows is None else static.mask & rows
+            if quota is not None:
+                fit = fit & quota.open_rows()
             for plugin in self.node_filters:
                 if not fit.any():
                     break
@@ -435,6 +591,7 @@ class Placer:
             if self._domains[row] >= 0:
                 used_domains.add(int(self._domains[row]))
             previous = _Previous(signature, candidates, local, row, len(used_domains))
+            _spend(quota, row, previous)
             for port in pod.constraints.host_ports:
                 key = host_port_key(port)
                 if key is not None:
@@ -501,10 +658,13 @@ class Placer:
         previous: _Previous,
         vec: Vector,
         used: set[int],
+        quota: _Quota | None,
     ) -> None:
         """Re-judge, by the local plugins, only the row the previous member took."""
         position = int(np.searchsorted(previous.candidates, previous.last))
-        if np.all(free[previous.last] >= vec):
+        if quota is not None and quota.closed(previous.last):
+            previous.scores[position] = -np.inf
+        elif np.all(free[previous.last] >= vec):
             previous.scores[position] = self._row_score(snap, free, previous.last, vec, used)
         else:
             previous.scores[position] = -np.inf
@@ -629,6 +789,46 @@ class Placer:
                     )
                     break
         return reasons
+
+
+def _spend(quota: _Quota | None, row: int, previous: _Previous) -> None:
+    """Count a member placed on ``row`` against its domain's quota; once the domain is full,
+    none of its rows is a candidate for the members after it."""
+    if quota is None:
+        return
+    closed = quota.spend(row)
+    if closed is not None:
+        rows_closed = quota.domain_of[previous.candidates] == closed
+        previous.scores[rows_closed] = -np.inf
+
+
+def _quota_of(tree: DomainTree, level: int, counts: Sequence[tuple[int, int]]) -> _Quota:
+    left = np.zeros(tree.size(level), dtype=np.int64)
+    for domain, n in counts:
+        left[domain] += n
+    domain_of = np.where(tree.ids[level] >= 0, tree.ids[level], -1)
+    domain_of = np.where((domain_of >= 0) & (left[np.maximum(domain_of, 0)] > 0), domain_of, -1)
+    return _Quota(domain_of, left)
+
+
+def _roll_up(
+    tree: DomainTree, level: int, up_to: int, counts: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Counts per domain of ``level``, summed into their ancestors at ``up_to``."""
+    rolled: dict[int, int] = {}
+    for domain, n in counts:
+        for up in range(level, up_to, -1):
+            domain = int(tree.parent[up][domain])
+        rolled[domain] = rolled.get(domain, 0) + n
+    return sorted(rolled.items())
+
+
+def _unlabelled_note(tree: DomainTree, topology: TopologyConstraint) -> str:
+    """Nodes outside the tree for lack of a level's label: said, not guessed."""
+    missing = {key: n for key, n in tree.unlabelled.items() if n}
+    if not missing:
+        return ""
+    return "; " + ", ".join(f"{n} node(s) lack label {key}" for key, n in missing.items())
 
 
 def _copy_ports(ports: Ports) -> Ports:

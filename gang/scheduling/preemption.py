@@ -275,7 +275,9 @@ class Planner:
             priority < self.priority for priority in r.cache.priorities
         ):
             return None  # nobody lower: the common case, answered without a scan
-        self.t = Trials(r.snapshot(), r.pods, r.need, r.anchors, r.placer, r.cache.index)
+        self.t = Trials(
+            r.snapshot(), r.pods, r.need, r.anchors, r.placer, r.cache.index, r.gang.topology
+        )
         self.width = self.t.width
         self.index = r.cache.index
         leaving = [

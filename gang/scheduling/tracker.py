@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from gang.models.groupapis import GROUP_APIS, WORKLOAD, GroupApi, for_replica
 from gang.models.podgroup import PodGroupInfo
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, QueueApi, QueueSpec
+from gang.models.topologyapis import TOPOLOGY_APIS, TopologyApi, parse_topology
 from gang.queue.gangqueue import GangQueue
 from gang.queue.tree import QueueTree
 from gang.scheduling.framework import PluginError, QueueSortPlugin, StaticFilterPlugin, call
@@ -36,6 +37,7 @@ from gang.scheduling.reservation import ReservationBook
 from gang.state.cache import ClusterCache
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
+from gang.state.topologybook import TopologyBook
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,7 @@ class ClusterState:
         reporter: Reporter,
         on_disruption: Callable[[Gang, str], None],
         queue_sort: QueueSortPlugin | None = None,
+        topologies: TopologyBook | None = None,
     ) -> None:
         #: pods whose spec.schedulerName is one of these are ours (one per profile)
         self.scheduler_names = frozenset(
@@ -108,6 +111,9 @@ class ClusterState:
         self.groups = {api.name: self._group_handler(api) for api in GROUP_APIS}
         #: per queue API (``gang.models.queueapis``): its objects, read as queues
         self.queue_objects = {api.name: self._queue_handler(api) for api in QUEUE_APIS}
+        #: topologies (settings, Kueue's and KAI's Topology objects) gangs ask levels of
+        self.topologies = topologies or TopologyBook()
+        self.topology_objects = {api.name: self._topology_handler(api) for api in TOPOLOGY_APIS}
         #: the pod groups each watched object described (a 1.35 Workload describes several)
         self._described: dict[tuple[str, str, str], list[Key]] = {}
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
@@ -510,6 +516,25 @@ class ClusterState:
                 self.enqueue(gang)
                 self.queue.activate(gang.key)
         self.queue.activate_unschedulable()
+
+    # --- topologies -----------------------------------------------------------------------
+
+    def _topology_handler(self, api: TopologyApi) -> _Handler:
+        def upsert(raw: Obj) -> None:
+            topology = parse_topology(raw, api.name)
+            if topology.error is not None:  # its gangs' Events say so too
+                log.warning("topology %s is invalid: %s", topology.key, topology.error)
+            self._topologies_changed(self.topologies.upsert(topology))
+
+        def delete(key: Key, raw: Obj | None) -> None:
+            self._topologies_changed(self.topologies.remove(f"{api.name}/{key[1]}"))
+
+        return _Handler(upsert, delete)
+
+    def _topologies_changed(self, changed: bool) -> None:
+        """A level a waiting gang asked for may exist now, or be gone: look again."""
+        if changed:
+            self.queue.activate_unschedulable()
 
     def _rank(self, queue: str) -> tuple[float, int]:
         """GangQueue's order among queues: the one furthest below its fair share first."""

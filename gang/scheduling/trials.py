@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gang.models.topologyapis import TopologyConstraint
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.state.cache import PodRecord, Snapshot
 from gang.state.podindex import PodIndex
@@ -50,8 +51,10 @@ class Trials:
         anchors: Sequence[str],
         placer: Placer,
         index: ResourceIndex,
+        topology: TopologyConstraint | None = None,
     ) -> None:
         self.base = base
+        self.topology = topology
         self.pods = pods
         self.need = need
         self.anchors = anchors
@@ -122,7 +125,7 @@ class Trials:
                 ports[rec.node] = +counter
         snap = replace(base, free=self.usable(unheld, held).copy(), used_ports=ports)
         with without(base.pods, removed, self.rules_matter):
-            result = self.placer.place(snap, self.pods, self.need, self.anchors)
+            result = self.placer.place(snap, self.pods, self.need, self.anchors, self.topology)
         return result if isinstance(result, Placement) else None
 
     def place_empty(self) -> Placement | None:
@@ -142,7 +145,7 @@ class Trials:
             held=None,
             kept=None,
         )
-        return self.placer.place(snap, self.pods, self.need, ())
+        return self.placer.place(snap, self.pods, self.need, (), self.topology)
 
     def fits_empty(self) -> bool:
         """Whether the gang fits the cluster were it empty: the bound first, then placement."""

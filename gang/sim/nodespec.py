@@ -7,6 +7,9 @@ is ``COUNT[:key=value,...]``; several pools are separated by ``;``. Keys:
   (defaults 32, 128Gi, 110, 100Gi);
 - ``gpu``: ``nvidia.com/gpu`` count; ``res:NAME=QTY`` any other extended resource;
 - ``zones``: spread nodes round-robin over N zones (label ``topology.kubernetes.io/zone``);
+- ``blocks``, ``racks``: a two-level network topology: the pool's nodes in consecutive runs of
+  N blocks (label :data:`BLOCK_LABEL`, values ``b0``...) of M racks each (:data:`RACK_LABEL`,
+  ``r0``... in every block), as Kueue's and KAI's topology examples label them;
 - ``prefix``: node name prefix (default ``node``; names are ``PREFIX-00001``...);
 - ``label:KEY=VALUE``; ``taint:KEY=VALUE:EFFECT`` (or ``taint:KEY:EFFECT``);
 - ``unschedulable``: cordoned nodes.
@@ -25,6 +28,8 @@ from gang.models.quantity import QuantityError, parse_quantity
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
+BLOCK_LABEL = "topology.example.com/block"
+RACK_LABEL = "topology.example.com/rack"
 GPU_RESOURCE = "nvidia.com/gpu"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -62,6 +67,9 @@ class NodePool(BaseModel):
     gpu: int = Field(default=0, ge=0)
     extended: dict[str, str] = Field(default_factory=dict)
     zones: int = Field(default=1, ge=1)
+    #: a network topology: blocks, and racks per block (0: no such labels)
+    blocks: int = Field(default=0, ge=0)
+    racks: int = Field(default=0, ge=0)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     unschedulable: bool = False
@@ -94,6 +102,19 @@ class NodePool(BaseModel):
             out[GPU_RESOURCE] = str(self.gpu)
         out.update(self.extended)
         return out
+
+
+def _topology_labels(pool: NodePool, i: int) -> dict[str, str]:
+    """Node ``i``'s block and rack: consecutive nodes share a rack, consecutive racks a block."""
+    labels: dict[str, str] = {}
+    blocks = max(1, pool.blocks)
+    per_block = -(-pool.count // blocks)
+    if pool.blocks:
+        labels[BLOCK_LABEL] = f"b{i // per_block}"
+    if pool.racks:
+        per_rack = -(-per_block // pool.racks)
+        labels[RACK_LABEL] = f"r{(i % per_block) // per_rack}"
+    return labels
 
 
 def parse_pool(text: str) -> NodePool:
@@ -170,6 +191,7 @@ def node_objects(pools: list[NodePool]) -> list[dict[str, Any]]:
                 "kubernetes.io/arch": "amd64",
                 ZONE_LABEL: zone,
                 REGION_LABEL: "region-0",
+                **_topology_labels(pool, i),
                 **pool.labels,
             }
             spec: dict[str, Any] = {}

@@ -41,6 +41,8 @@ CRD_MANIFESTS = (
     "manifests/extra-apis/crd-volcano-queues.yaml",
     "manifests/extra-apis/crd-kai-queues.yaml",
     "manifests/extra-apis/crd-elasticquotas.yaml",
+    "manifests/extra-apis/crd-kueue-topologies.yaml",
+    "manifests/extra-apis/crd-kai-topologies.yaml",
 )
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 #: definitions every API group's document refers to (operations' parameters and answers)

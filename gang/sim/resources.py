@@ -423,6 +423,24 @@ QUEUE_TYPES: tuple[ResourceType, ...] = (
 )
 
 
+#: the topology APIs (Kueue's and KAI's Topology), served by every version; CRDs in
+#: ``manifests/extra-apis/``, as upstream's: no status subresource
+TOPOLOGY_TYPES: tuple[ResourceType, ...] = tuple(
+    ResourceType(
+        group,
+        version,
+        "topologies",
+        "Topology",
+        namespaced=False,
+        builtin=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        printer="default",
+    )
+    for group, version in (("kueue.x-k8s.io", "v1beta2"), ("kai.scheduler", "v1alpha1"))
+)
+
+
 def resource_types(
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> tuple[ResourceType, ...]:
@@ -444,6 +462,7 @@ def resource_types(
             out.extend(NATIVE_GANG_TYPES[kubernetes_version])
     out.extend(OPERATOR_POD_GROUP_TYPES)
     out.extend(QUEUE_TYPES)
+    out.extend(TOPOLOGY_TYPES)
     return tuple(out)
 
 

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from gang.models.groupapis import api_of_group, workload_group
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
+from gang.models.topologyapis import TopologyAsk, asks_in_annotations
 from gang.state.podrules import (
     NO_RULES,
     PodRules,
@@ -205,6 +206,8 @@ class PodInfo:
     #: the Volcano task it plays (annotation :data:`VOLCANO_TASK_ANNOTATION`): a PodGroup's
     #: ``minTaskMember`` counts members per task
     task: str = ""
+    #: what the pod asks of the topology (Kueue's pod-template annotations, KAI's)
+    topology: tuple[TopologyAsk, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -741,6 +744,17 @@ def group_claims(
     return found
 
 
+NO_ASKS: tuple[TopologyAsk, ...] = ()
+
+
+def _topology(annotations: Any) -> tuple[TopologyAsk, ...]:
+    if not isinstance(annotations, Mapping) or not any(
+        key.startswith(("kueue.x-k8s.io/podset-", "kai.scheduler/topology")) for key in annotations
+    ):
+        return NO_ASKS  # the common case, without building anything
+    return tuple(asks_in_annotations(annotations))
+
+
 def _task(annotations: Any) -> str:
     task = annotations.get(VOLCANO_TASK_ANNOTATION) if isinstance(annotations, Mapping) else None
     return task if isinstance(task, str) else ""
@@ -840,4 +854,5 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         declared_run_error=declared_error,
         group_conflict=conflict,
         task=_task(metadata.get("annotations")),
+        topology=_topology(metadata.get("annotations")),
     )

@@ -6,6 +6,12 @@ numpy indexing: count matching pods per domain id once, then ``counts[ids]`` is 
 answer at once. Domains depend only on node labels, so one ``NodeDomains`` serves every
 snapshot of a node-set version (the cache hands out a new one when the version changes) and
 computes each key's array on first use.
+
+Ordered levels (block → rack → host) make a :class:`DomainTree`: a domain of a level is the
+path of label values down to it, so rack ``r1`` of block ``b1`` and rack ``r1`` of block ``b2``
+are two racks, as in Kueue's and KAI's topology trees. A node that lacks any level's label is in
+no domain of the tree: the tree counts it (``unlabelled``) so a message can say so, and never
+guesses where it stands.
 """
 
 from __future__ import annotations
@@ -61,12 +67,33 @@ class Domains:
         return result
 
 
+@dataclass(frozen=True, slots=True)
+class DomainTree:
+    """Nodes under ordered topology levels, coarse to fine.
+
+    Invariant: ``ids[i][row] >= 0`` for every level or for none (a node lacking a level's
+    label is outside the tree); ``parent[i][d]`` is the domain at level ``i - 1`` holding
+    domain ``d`` of level ``i`` (0 at level 0), so every row's domains form one path."""
+
+    levels: tuple[str, ...]
+    ids: list[Ids]  # per level: row → domain id (-1: outside the tree)
+    parent: list[Ids]
+    #: per level: domain → its label values from level 0 down to it
+    values: list[list[tuple[str, ...]]]
+    #: per level key: how many live nodes lack it
+    unlabelled: dict[str, int]
+
+    def size(self, level: int) -> int:
+        return len(self.values[level])
+
+
 @dataclass(slots=True)
 class NodeDomains:
     facts: Sequence[NodeFacts | None]
     #: node name → row, for every live node
     row_of: dict[str, int] = field(default_factory=dict)
     _by_key: dict[str, Domains] = field(default_factory=dict)
+    _trees: dict[tuple[str, ...], DomainTree] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.row_of:
@@ -85,3 +112,42 @@ class NodeDomains:
             slots = np.where(ids >= 0, ids, len(id_of))
             found = self._by_key[key] = Domains(ids, list(id_of), id_of, slots)
         return found
+
+    def tree(self, levels: tuple[str, ...]) -> DomainTree:
+        """The domain tree of ``levels`` (coarse to fine) over the live nodes (cached)."""
+        found = self._trees.get(levels)
+        if found is None:
+            found = self._trees[levels] = self._build_tree(levels)
+        return found
+
+    def _build_tree(self, levels: tuple[str, ...]) -> DomainTree:
+        per_key = [self(key) for key in levels]
+        live = np.array([f is not None for f in self.facts], dtype=np.bool_)
+        inside = live.copy()
+        for domains in per_key:
+            inside &= domains.ids >= 0
+        rows = np.flatnonzero(inside)
+        ids: list[Ids] = []
+        parents: list[Ids] = []
+        values: list[list[tuple[str, ...]]] = []
+        prefix = np.zeros(len(rows), dtype=np.int64)  # the row's domain one level up
+        for domains in per_key:
+            code = prefix * (len(domains.values) + 1) + domains.ids[rows]
+            _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+            level_ids = np.full(len(self.facts), -1, dtype=np.int64)
+            level_ids[rows] = inverse
+            above = values[-1] if values else None
+            parent = prefix[first] if len(first) else np.zeros(0, dtype=np.int64)
+            names = [
+                (*(above[int(up)] if above is not None else ()), domains.values[int(v)])
+                for up, v in zip(parent, domains.ids[rows][first], strict=True)
+            ]
+            ids.append(level_ids)
+            parents.append(parent.astype(np.int64))
+            values.append(names)
+            prefix = inverse.astype(np.int64)
+        unlabelled = {
+            key: int((live & (domains.ids < 0)).sum())
+            for key, domains in zip(levels, per_key, strict=True)
+        }
+        return DomainTree(levels, ids, parents, values, unlabelled)

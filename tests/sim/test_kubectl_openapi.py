@@ -33,6 +33,8 @@ COMMON_VERSIONS = {
     "scheduling.sigs.k8s.io/v1alpha1",
     "scheduling.volcano.sh/v1beta1",
     "scheduling.run.ai/v2",
+    "kueue.x-k8s.io/v1beta2",
+    "kai.scheduler/v1alpha1",
 }
 GANG_VERSIONS = {
     "1.35": {"scheduling.k8s.io/v1alpha1"},

@@ -28,6 +28,8 @@ GROUPS = {
     "scheduling.sigs.k8s.io": ["v1alpha1"],
     "scheduling.volcano.sh": ["v1beta1"],
     "scheduling.run.ai": ["v2"],
+    "kueue.x-k8s.io": ["v1beta2"],
+    "kai.scheduler": ["v1alpha1"],
 }
 NOT_FOUND = {
     "kind": "Status",
@@ -221,6 +223,9 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         # Volcano's PodGroup has no status subresource, its Queue has one, as upstream
         ("scheduling.volcano.sh", {"podgroups", "queues", "queues/status"}),
         ("scheduling.run.ai", {"queues", "queues/status"}),
+        # Kueue's and KAI's Topology: no status subresource, as upstream
+        ("kueue.x-k8s.io", {"topologies"}),
+        ("kai.scheduler", {"topologies"}),
     ],
 )
 async def test_group_version_resource_lists_are_listable(

@@ -107,9 +107,14 @@ def test_vendored_file_is_small_and_complete() -> None:
         ("scheduling.volcano.sh", "v1beta1", "Queue"),
         ("scheduling.run.ai", "v2", "Queue"),
         ("scheduling.x-k8s.io", "v1alpha1", "ElasticQuota"),
+        ("kueue.x-k8s.io", "v1beta2", "Topology"),
+        ("kai.scheduler", "v1alpha1", "Topology"),
     }
-    # Volcano's PodGroup CRD, like upstream's, has no status subresource; the others have one
-    assert [c["subresources"] for c in crds.values()] == [["status"]] * 2 + [[]] + [["status"]] * 3
+    # Volcano's PodGroup CRD and the Topology CRDs, like upstream's, have no status
+    # subresource; the others have one
+    assert [c["subresources"] for c in crds.values()] == (
+        [["status"]] * 2 + [[]] + [["status"]] * 3 + [[]] * 2
+    )
     # only gang's own CRD has short names: `kubectl get pg` means scheduling.x-k8s.io
     assert crds[("scheduling.x-k8s.io", "v1alpha1", "PodGroup")]["shortNames"] == ["pg", "pgs"]
     assert all(c["shortNames"] == [] for k, c in crds.items() if k[0] != "scheduling.x-k8s.io")

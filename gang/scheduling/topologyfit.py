@@ -1,0 +1,332 @@
+"""Which topology domains a gang takes: the tightest one that holds it, then as few below it.
+
+Distributed training is bound by the network between its workers, so a gang may ask to sit
+inside one domain of a level (a rack, a block) — *required* — or to try to (*preferred*,
+climbing one level coarser at a time when no domain of the level holds it, never past the
+required one). This module answers, from how many members each node can take, which domains
+the gang takes and how many members go into each finest-level domain; the placer then places
+the members inside those domains with every Filter and Score rule, one leaf's share at a time.
+
+The choice follows Kueue's topology-aware scheduling (``tas_flavor_snapshot.go``), whose test
+table is replayed against this module (``tests/unit/test_kueue_topology_reference.py``):
+
+- *Best fit*: at the request level, the domain with the fewest slots that still holds the whole
+  gang (ties: fewer member slots, then label values), so big free domains stay whole for big gangs.
+- *Descent*: below the chosen domain, children are taken largest first, and the last one is the
+  tightest that holds what is left ("as few domains as possible, the last as tight as possible").
+- *Slices*: a gang asking for slices of ``size`` members, each inside one domain of the slice
+  level, is counted in whole slices down to that level; below it each slice's members spread as
+  above.
+- *Unconstrained* (Kueue's explicit "unconstrained" request): least free capacity first, and
+  several domains when one does not hold the gang.
+
+Everything here is a pure function of arrays, so a decision is deterministic and testable
+without a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from gang.models.topologyapis import TopologyConstraint, level_name
+from gang.state.topology import DomainTree
+
+Ids = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """The domains a gang takes: ``leaves`` are (finest-level domain, members), in label-value
+    order; ``level``/``domains`` where the fit was found (a coarser level than asked when a
+    preferred level held no domain big enough)."""
+
+    leaves: list[tuple[int, int]]
+    level: int
+    domains: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Missed:
+    """No domain choice holds the gang: why, and how much of it the best choice held, in units
+    of ``unit`` members (a slice's size when whole slices were counted)."""
+
+    message: str
+    fits: int
+    need: int
+    unit: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """Per level and domain: member slots, and whole slices (0 below the slice level)."""
+
+    pods: list[Ids]
+    slices: list[Ids]
+
+
+def choose(
+    tree: DomainTree,
+    slots: Ids,
+    count: int,
+    constraint: TopologyConstraint,
+    within: int | None = None,
+    held: Mapping[int, int] | None = None,
+) -> Chosen | Missed:
+    """The domains for ``count`` members, given each node row's member ``slots``.
+
+    ``within``: a domain at the required level the gang must stay in (its members already run
+    there). ``held``: with slices, the gang's members already placed per domain of the slice
+    level: a slice they began is completed inside its domain first. A count that is no whole
+    number of slices is planned as the next whole number (room for whole slices)."""
+    last = len(tree.levels) - 1
+    size = constraint.slice_size
+    slice_level = last if constraint.slice_level is None else constraint.slice_level
+    leaf_pods = _leaf_pods(tree, slots)
+    completed: list[tuple[int, int]] = []
+    if held and size > 1:
+        done = _complete_slices(tree, leaf_pods, held, constraint, slice_level, count)
+        if isinstance(done, Missed):
+            return done
+        completed = done
+        count -= sum(n for _, n in completed)
+        if count <= 0:
+            return Chosen(_merged(tree, completed), slice_level, sorted(held))
+    counts = _count(tree, leaf_pods, size, slice_level)
+    need = -(-count // size)
+    least_free = constraint.unconstrained
+    required = constraint.required
+    if constraint.preferred is not None:
+        at = constraint.preferred
+    elif required is not None:
+        at = required
+    else:  # slices alone: from the top level; unconstrained: node by node
+        at = 0 if constraint.slice_level is not None else last
+    top = required if required is not None else 0
+    while True:
+        domains = _candidates(tree, at, required, within)
+        if not len(domains):
+            return Missed(f"no {level_name(tree.levels[at])} domain has free nodes", 0, need, size)
+        order = _sorted(tree, counts, at, domains, least_free)
+        cap = counts.slices[at]
+        one = _one_domain(order, cap, need, least_free)
+        if one is not None:
+            chosen = [(one, need)]
+            break
+        if required is not None and at == required:
+            best = int(cap[order[-1]] if least_free else cap[order[0]])
+            return Missed(_required_miss(tree, constraint, at, best, need), best, need, size)
+        if at > top and not least_free:
+            at -= 1  # preferred: one level coarser
+            continue
+        spread = _fill(order, cap, need, not least_free)
+        reached = sum(n for _, n in spread)
+        if reached < need:
+            return Missed(_spread_miss(tree, constraint, at, reached, need), reached, need, size)
+        chosen = spread
+        break
+    fit_level, fit_domains = at, [d for d, _ in chosen]
+    # above the slice level: pool the children of every chosen domain, counted in slices
+    while at < min(last, slice_level):
+        children = _children(tree, at + 1, [d for d, _ in chosen])
+        order = _sorted(tree, counts, at + 1, children, least_free)
+        chosen = _fill(order, counts.slices[at + 1], sum(n for _, n in chosen), not least_free)
+        at += 1
+    members = [(d, n * size) for d, n in chosen]  # from here on, in members
+    while at < last:
+        below: list[tuple[int, int]] = []
+        for domain, n in members:
+            children = _children(tree, at + 1, [domain])
+            order = _sorted(tree, counts, at + 1, children, least_free)
+            below += _fill(order, counts.pods[at + 1], n, not least_free)
+        members = below
+        at += 1
+    return Chosen(_merged(tree, completed + members), fit_level, fit_domains)
+
+
+def _merged(tree: DomainTree, leaves: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Leaf counts summed per leaf, in label-value order, empty ones left out."""
+    total: dict[int, int] = {}
+    for leaf, n in leaves:
+        total[leaf] = total.get(leaf, 0) + n
+    values = tree.values[len(tree.levels) - 1]
+    return sorted(((d, n) for d, n in total.items() if n > 0), key=lambda dn: values[dn[0]])
+
+
+def _leaf_pods(tree: DomainTree, slots: Ids) -> Ids:
+    ids = tree.ids[-1]
+    inside = ids >= 0
+    leaf: Ids = np.bincount(
+        ids[inside], weights=slots[inside], minlength=tree.size(len(tree.levels) - 1)
+    ).astype(np.int64)
+    return leaf
+
+
+def _complete_slices(
+    tree: DomainTree,
+    leaf_pods: Ids,
+    held: Mapping[int, int],
+    constraint: TopologyConstraint,
+    slice_level: int,
+    count: int,
+) -> list[tuple[int, int]] | Missed:
+    """Leaf counts that complete the slices the gang's placed members began (each inside its
+    own domain of the slice level); ``leaf_pods`` loses what they take."""
+    last = len(tree.levels) - 1
+    size = constraint.slice_size
+    name = level_name(tree.levels[slice_level])
+    taken: list[tuple[int, int]] = []
+    ancestor = np.arange(tree.size(last), dtype=np.int64)
+    for up in range(last, slice_level, -1):
+        ancestor = tree.parent[up][ancestor]
+    for domain, n in sorted(held.items()):
+        short = min((-n) % size, count)
+        if short == 0:
+            continue
+        leaves = [int(d) for d in np.flatnonzero(ancestor == domain)]
+        order = sorted(leaves, key=lambda d: (-int(leaf_pods[d]), tree.values[last][d]))
+        filled = _fill(order, leaf_pods, short, True)
+        room = sum(k for _, k in filled)
+        if room < short:
+            where = "/".join(tree.values[slice_level][domain])
+            return Missed(
+                f"slices: the slice in {name} {where} has {n % size} of {size} members and room "
+                f"for {room} of the {short} it lacks",
+                room,
+                short,
+            )
+        for leaf, k in filled:
+            leaf_pods[leaf] -= k
+        taken += filled
+        count -= short
+    return taken
+
+
+def _count(tree: DomainTree, leaf_pods: Ids, size: int, slice_level: int) -> _Counts:
+    last = len(tree.levels) - 1
+    pods: list[Ids] = [leaf_pods]
+    for level in range(last - 1, -1, -1):
+        pods.insert(
+            0,
+            np.bincount(tree.parent[level + 1], weights=pods[0], minlength=tree.size(level)).astype(
+                np.int64
+            ),
+        )
+    slices: list[Ids] = [np.zeros(tree.size(level), dtype=np.int64) for level in range(len(pods))]
+    slices[slice_level] = pods[slice_level] // size
+    for level in range(slice_level - 1, -1, -1):
+        slices[level] = np.bincount(
+            tree.parent[level + 1], weights=slices[level + 1], minlength=tree.size(level)
+        ).astype(np.int64)
+    return _Counts(pods, slices)
+
+
+def _candidates(tree: DomainTree, level: int, required: int | None, within: int | None) -> Ids:
+    """The domains of ``level`` (inside ``within``, a domain of the required level)."""
+    domains = np.arange(tree.size(level), dtype=np.int64)
+    if within is None or required is None:
+        return domains
+    ancestor = domains
+    for up in range(level, required, -1):
+        ancestor = tree.parent[up][ancestor]
+    if level < required:  # coarser than the required level: only within's ancestor
+        mine = within
+        for up in range(required, level, -1):
+            mine = int(tree.parent[up][mine])
+        return np.array([mine], dtype=np.int64)
+    result: Ids = domains[ancestor == within]
+    return result
+
+
+def _children(tree: DomainTree, level: int, parents: Sequence[int]) -> Ids:
+    result: Ids = np.flatnonzero(np.isin(tree.parent[level], parents)).astype(np.int64)
+    return result
+
+
+def _sorted(
+    tree: DomainTree, counts: _Counts, level: int, domains: Ids, least_free: bool
+) -> list[int]:
+    """Most slices first (best fit) or fewest (least free capacity), then fewer member
+    slots, then label values: the order every choice walks."""
+    slices, pods, values = counts.slices[level], counts.pods[level], tree.values[level]
+    sign = 1 if least_free else -1
+    return sorted(
+        (int(d) for d in domains),
+        key=lambda d: (sign * int(slices[d]), int(pods[d]), values[d]),
+    )
+
+
+def _one_domain(order: list[int], cap: Ids, need: int, least_free: bool) -> int | None:
+    """The single domain that holds ``need``: the tightest (best fit), or the first in
+    least-free order; None when none does."""
+    if least_free:
+        return next((d for d in order if cap[d] >= need), None)
+    if not order or cap[order[0]] < need:
+        return None
+    return _tightest(order, cap, need)
+
+
+def _tightest(order: list[int], cap: Ids, need: int) -> int:
+    """The first domain in ``order`` with the fewest slots that still hold ``need``."""
+    best, best_cap = order[0], None
+    for d in order:
+        c = int(cap[d])
+        if c >= need and (best_cap is None or c < best_cap):
+            best, best_cap = d, c
+    return best
+
+
+def _fill(order: list[int], cap: Ids, need: int, best_fit: bool) -> list[tuple[int, int]]:
+    """Take domains in ``order`` until ``need`` is held, the last one (best fit) the tightest
+    that holds what is left; fewer than ``need`` when they all do not."""
+    taken: list[tuple[int, int]] = []
+    left = need
+    for i, domain in enumerate(order):
+        if left == 0:
+            break
+        have = int(cap[domain])
+        if have <= 0:
+            continue
+        if have >= left:
+            last = _tightest(order[i:], cap, left) if best_fit else domain
+            taken.append((last, left))
+            return taken
+        taken.append((domain, have))
+        left -= have
+    return taken
+
+
+def _unit(constraint: TopologyConstraint, n: int) -> str:
+    if constraint.slice_size > 1:
+        return f"{n} slice(s) of {constraint.slice_size} members"
+    return f"{n} members"
+
+
+def _required_miss(
+    tree: DomainTree, constraint: TopologyConstraint, level: int, best: int, need: int
+) -> str:
+    name = level_name(tree.levels[level])
+    unit = "slice(s)" if constraint.slice_size > 1 else "members"
+    return (
+        f"required {name}: the best {name} fits {best} of {_unit(constraint, need)}"
+        if best
+        else f"required {name}: no {name} fits any of {need} {unit}"
+    ) + _slice_note(tree, constraint)
+
+
+def _spread_miss(
+    tree: DomainTree, constraint: TopologyConstraint, level: int, held: int, need: int
+) -> str:
+    name = level_name(tree.levels[level])
+    return f"every {name} together fits {held} of {_unit(constraint, need)}" + _slice_note(
+        tree, constraint
+    )
+
+
+def _slice_note(tree: DomainTree, constraint: TopologyConstraint) -> str:
+    if constraint.slice_level is None or constraint.slice_size <= 1:
+        return ""
+    return f" (each slice inside one {level_name(tree.levels[constraint.slice_level])})"
