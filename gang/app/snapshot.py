@@ -5,7 +5,7 @@ cluster; ``gang sim serve --from-snapshot`` and ``gang bench --from-snapshot`` r
 cluster's shape for capacity planning. All of them start from the same file: the objects
 placement reads — namespaces (their labels feed namespaceSelectors), PriorityClasses, nodes,
 PodDisruptionBudgets, every gang API's group objects, every queue API's queues and every
-topology API's topologies the server serves, and every pod that is not finished — as the API
+topology API's topologies (Volcano's HyperNodes too) the server serves, and every pod that is not finished — as the API
 server returned them, minus what only the server may write again (``managedFields``,
 ``resourceVersion``, ``uid``).
 
@@ -17,6 +17,7 @@ arguments and environment. Labels are kept: selectors, affinity and spread rules
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -30,7 +31,7 @@ from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import POD_GROUP_LABEL
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, VOLCANO_DEFAULT_QUEUE
 from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
-from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
+from gang.models.topologyapis import HYPERNODE_API, TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
 Obj = dict[str, Any]
@@ -80,6 +81,10 @@ async def take(kube: Kube) -> Obj:
                 kind = Kind(topologies.plural, topologies.group, version, topologies.plural)
                 items += [_typed(kind, o, "Topology") for o in (await kube.list(kind))[0]]
                 break
+    group, version, plural = HYPERNODE_API
+    if await kube.serves(group, version, plural):
+        kind = Kind(plural, group, version, plural)
+        items += [_typed(kind, o, "HyperNode") for o in (await kube.list(kind))[0]]
     pods = (await kube.list(PODS))[0]
     items += [_typed(PODS, p) for p in pods if _unfinished(p)]
     return {
@@ -135,6 +140,7 @@ def anonymise(snapshot: Obj) -> Obj:
         _Names("group"),
     )
     queue = _Names("queue", (VOLCANO_DEFAULT_QUEUE, "root"))
+    nodes = [o["metadata"]["name"] for o in snapshot["items"] if o.get("kind") == "Node"]
     out = []
     for obj in snapshot["items"]:
         obj = orjson.loads(orjson.dumps(obj))  # a deep copy
@@ -157,6 +163,10 @@ def anonymise(snapshot: Obj) -> Obj:
                     spec[parent] = queue(spec[parent])
         elif kind == "ElasticQuota":
             pass  # one per namespace: the namespace is renamed below
+        elif kind == "Topology":
+            pass  # levels are label keys; a KAI pod names its topology by this name
+        elif kind == "HyperNode":
+            _anonymise_hypernode(obj, nodes, node)
         elif kind not in ("PriorityClass",):
             meta["name"] = group(meta["name"]) if kind != "PodDisruptionBudget" else meta["name"]
         if "namespace" in meta:
@@ -167,6 +177,30 @@ def anonymise(snapshot: Obj) -> Obj:
             meta.pop("annotations", None)
         out.append(obj)
     return {**snapshot, "items": out, "anonymised": True}
+
+
+def _anonymise_hypernode(obj: Obj, nodes: list[str], node: Callable[[str], str]) -> None:
+    """A HyperNode's node members follow their nodes' new names: an exact name is renamed, a
+    pattern (which the new names would not match) becomes the nodes it matched, by name."""
+    spec = obj.get("spec") or {}
+    members = []
+    for member in spec.get("members") or []:
+        selector = member.get("selector") or {}
+        if member.get("type") == "Node" and (selector.get("exactMatch") or {}).get("name"):
+            selector["exactMatch"]["name"] = node(selector["exactMatch"]["name"])
+        elif member.get("type") == "Node" and selector.get("regexMatch") is not None:
+            try:
+                pattern = re.compile(str(selector["regexMatch"].get("pattern") or ""))
+            except re.error:
+                pattern = None
+            for name in nodes:
+                if pattern is not None and pattern.search(name):
+                    members.append(
+                        {"type": "Node", "selector": {"exactMatch": {"name": node(name)}}}
+                    )
+            continue
+        members.append(member)
+    spec["members"] = members
 
 
 def _anonymise_queue_claims(obj: Obj, queue: Callable[[str], str]) -> None:

@@ -30,7 +30,7 @@ from gang.models.podgroup import (
     podgroup_base,
 )
 from gang.models.quantity import resource_units
-from gang.models.topologyapis import native_ask
+from gang.models.topologyapis import native_ask, volcano_ask
 
 COSCHEDULING = "coscheduling"
 SIGS_LEGACY = "scheduler-plugins-legacy"
@@ -99,6 +99,9 @@ class VolcanoSpec(BaseModel):
     min_resources: dict[str, str | StrictInt] | None = Field(default=None, alias="minResources")
     queue: str = ""
     priority_class_name: str = Field(default="", alias="priorityClassName")
+    #: read by ``gang.models.topologyapis.volcano_ask`` (its errors are the gang's, not the
+    #: group's: a bad ask refuses placement, the group stays valid)
+    network_topology: Any = Field(default=None, alias="networkTopology")
 
     @field_validator("min_task_member")
     @classmethod
@@ -124,9 +127,11 @@ def _volcano(raw: Mapping[str, Any], version: str) -> list[PodGroupInfo]:
         parsed = VolcanoSpec.model_validate(spec)
     except ValidationError as err:
         return [replace(base, error=describe_errors(err))]
+    ask = volcano_ask(spec)
     return [
         replace(
             base,
+            topology=base.topology + ((ask,) if ask is not None else ()),
             # Volcano treats minMember 0 as "no gang": one member is enough
             min_member=max(1, parsed.min_member),
             min_resources={

@@ -22,6 +22,12 @@ from typing import Any
 KUEUE_TOPOLOGY = "kueue"
 KAI_TOPOLOGY = "kai"
 SETTINGS_TOPOLOGY = "settings"
+#: Volcano's HyperNodes, read as one topology whose levels are their tiers
+VOLCANO_TOPOLOGY = "volcano"
+#: the level key of a HyperNode tier (never a real node label: the prefix is gang's own)
+TIER_PREFIX = "hypernode.volcano.sh/tier-"
+#: where a Volcano PodGroup's ask is read
+VOLCANO_SOURCE = "Volcano networkTopology"
 #: Kueue's pod-template annotations (copied onto every pod of the pod set)
 KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
@@ -60,6 +66,8 @@ class Topology:
     levels: tuple[str, ...] = ()
     #: why it is unusable (empty or repeated levels), or None
     error: str | None = None
+    #: HyperNode tiers by their ``tierName`` (Volcano's only)
+    tier_names: tuple[tuple[str, int], ...] = ()
 
     @property
     def key(self) -> str:
@@ -80,6 +88,16 @@ class TopologyAsk:
     unconstrained: bool = False
     slice_level: str = ""
     slice_size: int = 0
+    #: Volcano: the highest HyperNode tier the gang may span (by number, or by ``tierName``);
+    #: ``hard``: never above it, else a preference only
+    tier: int | None = None
+    tier_name: str = ""
+    hard: bool = True
+    #: Volcano sub-groups: the tier each stays inside (by number or name), and the labels whose
+    #: values name a member's sub-group
+    slice_tier: int | None = None
+    slice_tier_name: str = ""
+    rank_labels: tuple[str, ...] = ()
     #: why what was written cannot be read (a slice size that is no number), or ""
     error: str = ""
 
@@ -92,6 +110,12 @@ class TopologyAsk:
             self.unconstrained,
             self.slice_level,
             self.slice_size,
+            self.tier,
+            self.tier_name,
+            self.hard,
+            self.slice_tier,
+            self.slice_tier_name,
+            self.rank_labels,
         )
 
     def describe(self) -> str:
@@ -104,6 +128,10 @@ class TopologyAsk:
             parts.append(f"slices of {self.slice_size} in {self.slice_level}")
         if self.unconstrained:
             parts.append("unconstrained")
+        if self.tier is not None or self.tier_name:
+            parts.append(
+                f"{'hard' if self.hard else 'soft'}, highest tier {self.tier_name or self.tier}"
+            )
         where = f" of topology {self.topology}" if self.topology else ""
         return (", ".join(parts) or "no level") + where
 
@@ -120,6 +148,8 @@ class TopologyConstraint:
     slice_level: int | None = None
     slice_size: int = 1
     unconstrained: bool = False
+    #: labels whose values order the members before rank (a slice is one value's members)
+    rank_labels: tuple[str, ...] = ()
 
     def describe(self) -> str:
         parts = []
@@ -134,9 +164,24 @@ class TopologyConstraint:
         return ", ".join(parts) or "unconstrained"
 
 
+def tier_key(tier: int) -> str:
+    return f"{TIER_PREFIX}{tier}"
+
+
+def tier_of(key: str) -> int | None:
+    """The tier of a HyperNode level key; None for a real node label."""
+    if not key.startswith(TIER_PREFIX):
+        return None
+    digits = key.removeprefix(TIER_PREFIX)
+    return int(digits) if digits.isdigit() else None
+
+
 def level_name(label: str) -> str:
     """How a level reads in messages: the label key's name without its prefix, and without
     a ``topology-`` in front (``cloud.com/topology-rack`` → ``rack``)."""
+    tier = tier_of(label)
+    if tier is not None:
+        return f"HyperNode tier {tier}"
     name = label.rsplit("/", 1)[-1]
     return name.removeprefix("topology-") or label
 
@@ -267,6 +312,74 @@ def native_ask(spec: Mapping[str, Any]) -> TopologyAsk | None:
     return TopologyAsk(source, required=key)
 
 
+def volcano_ask(spec: Mapping[str, Any]) -> TopologyAsk | None:
+    """A Volcano PodGroup's ``spec.networkTopology`` and ``spec.subGroupPolicy``.
+
+    ``networkTopology``: ``mode`` hard (default) or soft, and the highest tier the gang may
+    span, ``highestTierAllowed`` (default 1) or ``highestTierName``. ``subGroupPolicy`` (one
+    entry): pods with equal values of ``matchLabelKeys`` form a sub-group of ``subGroupSize``,
+    each inside one HyperNode of its own hard ``networkTopology`` tier — gang's slices."""
+    topology = spec.get("networkTopology")
+    policies = spec.get("subGroupPolicy")
+    if topology is None and not policies:
+        return None
+    source = VOLCANO_SOURCE
+    tier, tier_name, hard = None, "", False
+    if topology is not None:
+        read = _tiers(topology, "networkTopology")
+        if isinstance(read, str):
+            return TopologyAsk(source, error=read)
+        tier, tier_name, hard = read
+    slice_tier, slice_tier_name, size, keys = None, "", 0, ()
+    if policies:
+        if not isinstance(policies, list) or len(policies) > 1:
+            return TopologyAsk(source, error="subGroupPolicy: gang honours one policy per group")
+        policy = policies[0] if isinstance(policies[0], Mapping) else {}
+        size = policy.get("subGroupSize", 1)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            return TopologyAsk(
+                source, error=f"subGroupPolicy[0].subGroupSize: expected >= 1, got {size!r}"
+            )
+        raw_keys = policy.get("matchLabelKeys") or []
+        if not isinstance(raw_keys, list) or not all(isinstance(k, str) for k in raw_keys):
+            return TopologyAsk(source, error="subGroupPolicy[0].matchLabelKeys: expected labels")
+        keys = tuple(raw_keys)
+        if policy.get("networkTopology") is not None:
+            read = _tiers(policy["networkTopology"], "subGroupPolicy[0].networkTopology")
+            if isinstance(read, str):
+                return TopologyAsk(source, error=read)
+            if read[2]:  # a soft sub-group tier is a preference gang does not keep per slice
+                slice_tier, slice_tier_name = read[0], read[1]
+    return TopologyAsk(
+        source,
+        tier=tier,
+        tier_name=tier_name,
+        hard=hard,
+        slice_size=size if (slice_tier is not None or slice_tier_name) else 0,
+        slice_tier=slice_tier,
+        slice_tier_name=slice_tier_name,
+        rank_labels=keys,
+    )
+
+
+def _tiers(topology: Any, where: str) -> tuple[int | None, str, bool] | str:
+    """A ``networkTopology``: (highest tier, or its name; hard), or why it cannot be read."""
+    if not isinstance(topology, Mapping):
+        return f"{where}: expected an object"
+    mode = topology.get("mode", "hard")
+    if mode not in ("hard", "soft"):
+        return f'{where}.mode: Unsupported value: {mode!r}: supported values: "hard", "soft"'
+    tier = topology.get("highestTierAllowed")
+    name = topology.get("highestTierName")
+    if tier is not None and name is not None:
+        return f"{where}: highestTierAllowed and highestTierName cannot be set at the same time"
+    if tier is not None and (not isinstance(tier, int) or isinstance(tier, bool) or tier < 0):
+        return f"{where}.highestTierAllowed: expected a whole number >= 0, got {tier!r}"
+    if name is not None and (not isinstance(name, str) or not name):
+        return f"{where}.highestTierName: expected a tier name"
+    return (None if name else (1 if tier is None else tier)), name or "", mode == "hard"
+
+
 # --- resolution ------------------------------------------------------------------------------
 
 
@@ -294,6 +407,8 @@ def resolve(
 
 
 def _against(ask: TopologyAsk, topologies: Sequence[Topology]) -> TopologyConstraint | str:
+    if ask.source == VOLCANO_SOURCE:
+        return _against_hypernodes(ask, topologies)
     named = [x for x in (ask.required, ask.preferred, ask.slice_level) if x]
     usable = [t for t in topologies if t.error is None]
     if ask.topology:
@@ -366,3 +481,65 @@ TOPOLOGY_APIS: tuple[TopologyApi, ...] = (
     TopologyApi(KUEUE_TOPOLOGY, "kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1")),
     TopologyApi(KAI_TOPOLOGY, "kai.scheduler", ("v1alpha1",)),
 )
+
+
+def _against_hypernodes(
+    ask: TopologyAsk, topologies: Sequence[Topology]
+) -> TopologyConstraint | str:
+    """Volcano's ask over the HyperNode tiers: as low a tier as holds the gang (preferred: the
+    lowest), never above the highest allowed one when the mode is hard; sub-groups each inside
+    one HyperNode of their own highest tier."""
+    found = [t for t in topologies if t.api == VOLCANO_TOPOLOGY and t.error is None]
+    if not found:
+        return f"{ask.source}: no HyperNode (topology.volcano.sh) describes the network"
+    topology = found[0]
+    tiers = [tier_of(level) or 0 for level in topology.levels]
+    lowest = len(tiers) - 1
+    required: int | None = None
+    if ask.hard:
+        found_level = _coarsest_within(ask.source, topology, tiers, ask.tier, ask.tier_name)
+        if isinstance(found_level, str):
+            return found_level
+        required = found_level
+    slice_level: int | None = None
+    if ask.slice_tier is not None or ask.slice_tier_name:
+        found_level = _coarsest_within(
+            ask.source, topology, tiers, ask.slice_tier, ask.slice_tier_name
+        )
+        if isinstance(found_level, str):
+            return found_level
+        slice_level = found_level
+        if required is not None and slice_level < required:
+            return f"{ask.source}: a sub-group's highest tier is above the group's"
+    return TopologyConstraint(
+        topology.key,
+        topology.levels,
+        required=required,
+        preferred=lowest if lowest != required else None,
+        slice_level=slice_level,
+        slice_size=max(1, ask.slice_size),
+        rank_labels=ask.rank_labels,
+    )
+
+
+def _coarsest_within(
+    source: str, topology: Topology, tiers: list[int], tier: int | None, name: str
+) -> int | str:
+    """The coarsest level whose tier is at most ``tier`` (or the tier named ``name``)."""
+    highest = tier
+    if name:
+        highest = dict(topology.tier_names).get(name)
+        if highest is None:
+            named = ", ".join(sorted(n for n, _ in topology.tier_names)) or "none"
+            return f"{source}: no HyperNode tier is named {name} (named: {named})"
+    allowed = [i for i, t in enumerate(tiers) if highest is not None and t <= highest]
+    if not allowed:
+        return (
+            f"{source}: no HyperNode tier at or below {highest} "
+            f"(tiers: {', '.join(str(t) for t in sorted(tiers))})"
+        )
+    return allowed[0]
+
+
+#: Volcano's HyperNodes: (group, version, plural)
+HYPERNODE_API = ("topology.volcano.sh", "v1alpha1", "hypernodes")

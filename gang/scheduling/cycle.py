@@ -191,22 +191,24 @@ class Cycle:
         placement reserved."""
         profile = self._profile(gang)
         budget = profile.budgets.sync
-        required = max(0, gang.min_member - gang.placed())
-        pods, need = list(pending), min(len(pending), required)
-        shapes = pending or [gang.members[k] for k in gang.reserved if k in gang.members]
-        if len(pending) < required and shapes:  # hold room for the members not created yet
-            template = max(shapes, key=lambda p: p.creation_timestamp)
-            pods += [gang.placeholder(template, i) for i in range(required - len(pending))]
-            need = len(pods)
-        refusal = self.state.ledger.admit(gang, pods)
-        if refusal is not None:  # its queue is unusable or at its limit: no capacity helps
-            return refusal
         topology = self.state.topologies.constraint(
             gang.podgroup, gang.members.values(), gang.min_member
         )
         if isinstance(topology, str):  # an ask no topology can honour: nothing is placed
             return f"gang {gang.key} cannot be placed: {topology}"
         gang.topology = topology
+        required = max(0, gang.min_member - gang.placed())
+        pods, need = list(pending), min(len(pending), required)
+        shapes = pending or [gang.members[k] for k in gang.reserved if k in gang.members]
+        if len(pending) < required and shapes:  # hold room for the members not created yet
+            template = max(shapes, key=lambda p: p.creation_timestamp)
+            if topology is not None and topology.slice_size > 1:
+                pods = []  # slices go by rank: its members are placed once all of them exist
+            pods += [gang.placeholder(template, i) for i in range(required - len(pods))]
+            need = len(pods)
+        refusal = self.state.ledger.admit(gang, pods)
+        if refusal is not None:  # its queue is unusable or at its limit: no capacity helps
+            return refusal
         self.state.register_vectors(pods)
         snap = self._snapshot(gang)
         anchors = [p.node_name for p in gang.bound()] + list(gang.reserved.values())

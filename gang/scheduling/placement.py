@@ -34,6 +34,7 @@ wait for its run as well, although other nodes had room.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -356,29 +357,31 @@ class Placer:
         if not isinstance(chosen, Chosen):
             message = chosen.message + _unlabelled_note(tree, topology)
             return Unplaceable(message, min(chosen.fits * chosen.unit, count), count)
-        last = len(tree.levels) - 1
-        quotas = [_quota_of(tree, last, chosen.leaves)]
-        loose = topology.slice_level if topology.slice_level is not None else chosen.level
-        if loose != last:  # a rule may refuse the leaves' split: the coarser one holds too
-            quotas.append(_quota_of(tree, loose, _roll_up(tree, last, loose, chosen.leaves)))
         failure: Unplaceable | None = None
-        for quota in quotas:
+        for parts in _parts(tree, topology, chosen, needed):
             trial, trial_ports = snap.free.copy(), _copy_ports(ports)
             trial_placed: list[Placed] = []
-            result = self._greedy(
-                snap,
-                trial,
-                needed,
-                vectors,
-                quota.open_rows(),
-                set(),
-                trial_ports,
-                trial_placed,
-                explain=failure is None,
-                quota=quota,
-            )
-            if isinstance(result, Unplaceable):
-                failure = failure or result
+            result: dict[Key, int] = {}
+            refused: Unplaceable | None = None
+            for pods, quota in parts:
+                part = self._greedy(
+                    snap,
+                    trial,
+                    pods,
+                    vectors,
+                    quota.open_rows(),
+                    set(),
+                    trial_ports,
+                    trial_placed,
+                    explain=failure is None,
+                    quota=quota,
+                )
+                if isinstance(part, Unplaceable):
+                    refused = part
+                    break
+                result.update(part)
+            if refused is not None:
+                failure = failure or refused
                 continue
             snap.free[:] = trial
             ports.clear()
@@ -811,16 +814,90 @@ def _quota_of(tree: DomainTree, level: int, counts: Sequence[tuple[int, int]]) -
     return _Quota(domain_of, left)
 
 
+def _ancestor(tree: DomainTree, level: int, up_to: int, domain: int) -> int:
+    for up in range(level, up_to, -1):
+        domain = int(tree.parent[up][domain])
+    return domain
+
+
 def _roll_up(
     tree: DomainTree, level: int, up_to: int, counts: Sequence[tuple[int, int]]
 ) -> list[tuple[int, int]]:
-    """Counts per domain of ``level``, summed into their ancestors at ``up_to``."""
+    """Counts per domain of ``level``, summed into their ancestors at ``up_to``, in label-value
+    order."""
     rolled: dict[int, int] = {}
     for domain, n in counts:
-        for up in range(level, up_to, -1):
-            domain = int(tree.parent[up][domain])
-        rolled[domain] = rolled.get(domain, 0) + n
-    return sorted(rolled.items())
+        top = _ancestor(tree, level, up_to, domain)
+        rolled[top] = rolled.get(top, 0) + n
+    return sorted(rolled.items(), key=lambda dn: tree.values[up_to][dn[0]])
+
+
+Part = tuple[Sequence[PodInfo], _Quota]
+
+
+def _parts(
+    tree: DomainTree, topology: TopologyConstraint, chosen: Chosen, needed: Sequence[PodInfo]
+) -> list[list[Part]]:
+    """How to place the needed members in the chosen domains, best first: with a quota per
+    finest domain, then (should a rule between pods refuse that split) per slice domain or per
+    chosen domain. With slices, members go in rank order, one slice domain at a time, so the
+    ranks a slice holds run together (ranks 0-3 in one rack, 4-7 in the next), as Kueue places
+    slices of an indexed job."""
+    last = len(tree.levels) - 1
+    if topology.slice_level is None or topology.slice_size <= 1:
+        loose = chosen.level
+        parts = [[(needed, _quota_of(tree, last, chosen.leaves))]]
+        if loose != last:
+            rolled = _roll_up(tree, last, loose, chosen.leaves)
+            parts.append([(needed, _quota_of(tree, loose, rolled))])
+        return parts
+    level = topology.slice_level
+    labels = topology.rank_labels
+    ranked = sorted(
+        needed,
+        key=lambda pod: (tuple(_natural(pod.labels.get(k, "")) for k in labels), member_rank(pod)),
+    )
+    tight: list[Part] = []
+    loose_parts: list[Part] = []
+    start = 0
+    for domain, n in _roll_up(tree, last, level, chosen.leaves):
+        pods = ranked[start : start + n]
+        start += n
+        if not pods:
+            break
+        leaves = [
+            (leaf, k) for leaf, k in chosen.leaves if _ancestor(tree, last, level, leaf) == domain
+        ]
+        tight.append((pods, _quota_of(tree, last, leaves)))
+        loose_parts.append((pods, _quota_of(tree, level, [(domain, n)])))
+    return [tight, loose_parts] if level != last else [tight]
+
+
+#: labels that give a member its rank among its gang (indexed Jobs, JobSets, the training
+#: operators, LeaderWorkerSets, StatefulSets), most significant first
+RANK_LABELS = (
+    "jobset.sigs.k8s.io/job-index",
+    "batch.kubernetes.io/job-completion-index",
+    "training.kubeflow.org/replica-index",
+    "leaderworkerset.sigs.k8s.io/group-index",
+    "leaderworkerset.sigs.k8s.io/worker-index",
+    "apps.kubernetes.io/pod-index",
+)
+_DIGITS = re.compile(r"(\d+)")
+
+
+def member_rank(pod: PodInfo) -> tuple[tuple[int, ...], tuple[tuple[bool, int | str], ...]]:
+    """A member's place in its gang: its index labels, then its name with numbers compared as
+    numbers (``worker-2`` before ``worker-10``)."""
+    indices = tuple(
+        int(value) if (value := pod.labels.get(key, "")).isdigit() else -1 for key in RANK_LABELS
+    )
+    return indices, _natural(pod.name)
+
+
+def _natural(text: str) -> tuple[tuple[bool, int | str], ...]:
+    """``text`` with its numbers compared as numbers (``w-2`` before ``w-10``)."""
+    return tuple((p.isdigit(), int(p) if p.isdigit() else p) for p in _DIGITS.split(text) if p)
 
 
 def _unlabelled_note(tree: DomainTree, topology: TopologyConstraint) -> str:

@@ -35,6 +35,7 @@ from gang.scheduling.plugins import PrioritySort, default_filters
 from gang.scheduling.queues import QueueLedger
 from gang.scheduling.reservation import ReservationBook
 from gang.state.cache import ClusterCache
+from gang.state.hypernodes import HyperNode, parse_hypernode
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
 from gang.state.topologybook import TopologyBook
@@ -114,6 +115,9 @@ class ClusterState:
         #: topologies (settings, Kueue's and KAI's Topology objects) gangs ask levels of
         self.topologies = topologies or TopologyBook()
         self.topology_objects = {api.name: self._topology_handler(api) for api in TOPOLOGY_APIS}
+        #: Volcano's HyperNodes, by name (their tiers are a topology's levels)
+        self.hypernodes = _Handler(self._upsert_hypernode, self._delete_hypernode)
+        self._hypernodes: dict[str, HyperNode] = {}
         #: the pod groups each watched object described (a 1.35 Workload describes several)
         self._described: dict[tuple[str, str, str], list[Key]] = {}
         self.namespaces = _Handler(self._upsert_namespace, self._delete_namespace)
@@ -530,6 +534,22 @@ class ClusterState:
             self._topologies_changed(self.topologies.remove(f"{api.name}/{key[1]}"))
 
         return _Handler(upsert, delete)
+
+    def _upsert_hypernode(self, raw: Obj) -> None:
+        hypernode = parse_hypernode(raw)
+        if hypernode.error is not None:  # left out of the tree; gangs asking see the rest
+            log.warning("HyperNode %s is invalid: %s", hypernode.name, hypernode.error)
+        self._hypernodes[hypernode.name] = hypernode
+        self._hypernodes_changed()
+
+    def _delete_hypernode(self, key: Key, raw: Obj | None) -> None:
+        if self._hypernodes.pop(key[1], None) is not None:
+            self._hypernodes_changed()
+
+    def _hypernodes_changed(self) -> None:
+        hypernodes = tuple(sorted(self._hypernodes.values(), key=lambda h: h.name))
+        changed = self.cache.set_hypernodes(hypernodes)
+        self._topologies_changed(self.topologies.set_hypernodes(hypernodes) or changed)
 
     def _topologies_changed(self, changed: bool) -> None:
         """A level a waiting gang asked for may exist now, or be gone: look again."""

@@ -43,6 +43,7 @@ CRD_MANIFESTS = (
     "manifests/extra-apis/crd-elasticquotas.yaml",
     "manifests/extra-apis/crd-kueue-topologies.yaml",
     "manifests/extra-apis/crd-kai-topologies.yaml",
+    "manifests/extra-apis/crd-volcano-hypernodes.yaml",
 )
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 #: definitions every API group's document refers to (operations' parameters and answers)

@@ -423,21 +423,24 @@ QUEUE_TYPES: tuple[ResourceType, ...] = (
 )
 
 
-#: the topology APIs (Kueue's and KAI's Topology), served by every version; CRDs in
-#: ``manifests/extra-apis/``, as upstream's: no status subresource
-TOPOLOGY_TYPES: tuple[ResourceType, ...] = tuple(
-    ResourceType(
-        group,
-        version,
-        "topologies",
-        "Topology",
-        namespaced=False,
-        builtin=False,
-        return_deleted_object=True,
-        tracks_generation=True,
-        printer="default",
-    )
-    for group, version in (("kueue.x-k8s.io", "v1beta2"), ("kai.scheduler", "v1alpha1"))
+#: the topology APIs (Kueue's and KAI's Topology, as upstream's with no status subresource;
+#: Volcano's HyperNode, with one), served by every version; CRDs in ``manifests/extra-apis/``
+TOPOLOGY_TYPES: tuple[ResourceType, ...] = (
+    *(
+        ResourceType(
+            group,
+            version,
+            "topologies",
+            "Topology",
+            namespaced=False,
+            builtin=False,
+            return_deleted_object=True,
+            tracks_generation=True,
+            printer="default",
+        )
+        for group, version in (("kueue.x-k8s.io", "v1beta2"), ("kai.scheduler", "v1alpha1"))
+    ),
+    _custom_type("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", namespaced=False),
 )
 
 

@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from gang.models.quantity import QuantityError, resource_units
 from gang.state.disruption import DisruptionBudgets
+from gang.state.hypernodes import HyperNode
 from gang.state.nodefacts import NodeFacts, node_facts
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
@@ -147,6 +148,8 @@ class ClusterCache:
         self.budgets = DisruptionBudgets()
         self._domains = NodeDomains([])
         self._domains_version = -1
+        #: Volcano HyperNodes (their tiers are topology levels); a change rebuilds the domains
+        self.hypernodes: tuple[HyperNode, ...] = ()
 
     # --- shape ---------------------------------------------------------------------------
 
@@ -360,9 +363,17 @@ class ClusterCache:
     def domains(self) -> NodeDomains:
         """Topology domains of the current node set (rebuilt when its version moves)."""
         if self._domains_version != self.version:
-            self._domains = NodeDomains(list(self.facts))
+            self._domains = NodeDomains(list(self.facts), hypernodes=self.hypernodes)
             self._domains_version = self.version
         return self._domains
+
+    def set_hypernodes(self, hypernodes: tuple[HyperNode, ...]) -> bool:
+        """Replace the HyperNodes; whether they changed (the domains are then rebuilt)."""
+        if hypernodes == self.hypernodes:
+            return False
+        self.hypernodes = hypernodes
+        self._domains_version = -1
+        return True
 
     def snapshot(self) -> Snapshot:
         self._widen()

@@ -11,7 +11,8 @@ Ordered levels (block → rack → host) make a :class:`DomainTree`: a domain of
 path of label values down to it, so rack ``r1`` of block ``b1`` and rack ``r1`` of block ``b2``
 are two racks, as in Kueue's and KAI's topology trees. A node that lacks any level's label is in
 no domain of the tree: the tree counts it (``unlabelled``) so a message can say so, and never
-guesses where it stands.
+guesses where it stands. A level may also be a Volcano HyperNode tier (``gang.state.hypernodes``):
+its domains are the HyperNodes of that tier, worked out from the nodes' names and labels.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from gang.models.topologyapis import tier_of
+from gang.state.hypernodes import HyperNode, membership
 from gang.state.nodefacts import NodeFacts
 
 Ids = npt.NDArray[np.int64]
@@ -92,6 +95,9 @@ class NodeDomains:
     facts: Sequence[NodeFacts | None]
     #: node name → row, for every live node
     row_of: dict[str, int] = field(default_factory=dict)
+    #: Volcano HyperNodes: their tiers are levels too (see ``gang.state.hypernodes``)
+    hypernodes: tuple[HyperNode, ...] = ()
+    _tiers: dict[int, dict[int, str]] | None = None
     _by_key: dict[str, Domains] = field(default_factory=dict)
     _trees: dict[tuple[str, ...], DomainTree] = field(default_factory=dict)
 
@@ -104,13 +110,26 @@ class NodeDomains:
         if found is None:
             id_of: dict[str, int] = {}
             ids = np.full(len(self.facts), -1, dtype=np.int64)
-            for row, facts in enumerate(self.facts):
-                if facts is not None:
-                    value = facts.labels.get(key)
-                    if value is not None:
-                        ids[row] = id_of.setdefault(value, len(id_of))
+            for row, value in self._values(key):
+                ids[row] = id_of.setdefault(value, len(id_of))
             slots = np.where(ids >= 0, ids, len(id_of))
             found = self._by_key[key] = Domains(ids, list(id_of), id_of, slots)
+        return found
+
+    def _values(self, key: str) -> list[tuple[int, str]]:
+        """(row, the node's value for ``key``), for every live node that has one: its label,
+        or for a HyperNode tier the HyperNode of that tier above it."""
+        tier = tier_of(key)
+        if tier is not None:
+            if self._tiers is None:
+                self._tiers = membership(self.hypernodes, self.facts)
+            return sorted(self._tiers.get(tier, {}).items())
+        found = []
+        for row, facts in enumerate(self.facts):
+            if facts is not None:
+                value = facts.labels.get(key)
+                if value is not None:
+                    found.append((row, value))
         return found
 
     def tree(self, levels: tuple[str, ...]) -> DomainTree:

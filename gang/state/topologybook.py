@@ -1,9 +1,10 @@
 """The topologies a cluster declares, and what each gang asks of them.
 
-Topologies come from three places at once — gang's settings, Kueue's and KAI's ``Topology``
-objects — and change while gangs wait (a platform team adds a level). The book keeps them in
-one deterministic order (settings, then Kueue, then KAI; by name within each), so a level two
-topologies share always resolves to the same one, and answers for a gang: its constraint, None
+Topologies come from four places at once — gang's settings, Kueue's and KAI's ``Topology``
+objects, Volcano's HyperNodes (one topology whose levels are their tiers) — and change while
+gangs wait (a platform team adds a level). The book keeps them in one deterministic order
+(settings, then Kueue, then KAI, then Volcano; by name within each), so a level two topologies
+share always resolves to the same one, and answers for a gang: its constraint, None
 when it asks nothing, or why its ask cannot be honoured (a message for its Event).
 """
 
@@ -17,15 +18,20 @@ from gang.models.topologyapis import (
     KAI_TOPOLOGY,
     KUEUE_TOPOLOGY,
     SETTINGS_TOPOLOGY,
+    VOLCANO_TOPOLOGY,
     Topology,
     TopologyAsk,
     TopologyConstraint,
     resolve,
+    tier_key,
     topology_of,
 )
+from gang.state.hypernodes import HyperNode
 from gang.state.podinfo import PodInfo
 
-_API_ORDER = {SETTINGS_TOPOLOGY: 0, KUEUE_TOPOLOGY: 1, KAI_TOPOLOGY: 2}
+_API_ORDER = {SETTINGS_TOPOLOGY: 0, KUEUE_TOPOLOGY: 1, KAI_TOPOLOGY: 2, VOLCANO_TOPOLOGY: 3}
+#: the topology Volcano's HyperNodes make
+HYPERNODES = f"{VOLCANO_TOPOLOGY}/hypernodes"
 
 
 class TopologyBook:
@@ -50,6 +56,16 @@ class TopologyBook:
             return False
         self._ordered = None
         return True
+
+    def set_hypernodes(self, hypernodes: Iterable[HyperNode]) -> bool:
+        """The HyperNodes' tiers as one topology, coarse to fine; whether it changed."""
+        usable = [h for h in hypernodes if h.error is None]
+        if not usable:
+            return self.remove(HYPERNODES)
+        tiers = sorted({h.tier for h in usable}, reverse=True)
+        names = tuple(sorted({(h.tier_name, h.tier) for h in usable if h.tier_name}))
+        levels = tuple(tier_key(t) for t in tiers)
+        return self.upsert(Topology("hypernodes", VOLCANO_TOPOLOGY, levels, tier_names=names))
 
     def ordered(self) -> list[Topology]:
         if self._ordered is None:

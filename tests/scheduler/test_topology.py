@@ -9,7 +9,7 @@ annotations, KAI's annotations):
 - racks with 2 and 3 free → gangs of 2 and 3 each take the tightest rack;
 - preferred rack, gang of 12 → one block, 3 whole racks; gang of 20 → 16 + 4 in exactly 2 blocks;
 - required block + preferred rack (KAI) → one block, as few racks as possible;
-- 4 slices of 4, each inside one rack, all inside one block (Kueue slices);
+- 4 slices of 4, each inside one rack, all inside one block, ranks 0-3 in one rack (Kueue slices);
 - preemption evicts the pods of one whole rack for a gang that requires a rack;
 - a lost member comes back inside its gang's rack, or waits — never outside it;
 - bad asks (an unknown level, required finer than preferred, two APIs disagreeing) are said in
@@ -19,7 +19,7 @@ annotations, KAI's annotations):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -46,6 +46,7 @@ NS = "default"
 HOSTNAME = "kubernetes.io/hostname"
 NODES = "64:cpu=1,memory=8Gi,blocks=4,racks=4,prefix=host"
 LEVELS = [BLOCK_LABEL, RACK_LABEL, HOSTNAME]
+INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def topology_object(api: str, name: str = "cluster") -> dict[str, Any]:
@@ -78,11 +79,16 @@ async def create_gang(
     annotations: dict[str, str],
     min_member: int | None = None,
     priority: str | None = None,
+    index: Callable[[int], int] | None = None,
 ) -> None:
+    """A PodGroup and its pods; ``index``: pod i's completion index, as an indexed Job's."""
     await env.api.create_podgroup(podgroup(name, min_member or members))
     pods = []
     for i in range(members):
-        pod = gang_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", priority_class=priority)
+        labels = {INDEX: str(index(i))} if index is not None else None
+        pod = gang_pod(
+            f"{name}-{i}", name, cpu="1", memory="1Gi", priority_class=priority, labels=labels
+        )
         pod["metadata"]["annotations"] = dict(annotations)
         pods.append(pod)
     await env.api.create_pods(pods, NS)
@@ -227,12 +233,21 @@ async def test_slices_of_four_each_inside_a_rack_all_inside_one_block() -> None:
     async with topology_env("kueue") as env:
         await fill(env, ["host-00001"])  # b0's first rack holds 3: no slice fits there
         ask = kueue(required=BLOCK_LABEL, level=RACK_LABEL, size="4")
-        await create_gang(env, "sliced", 16, ask)
+        # an indexed Job's pods: ranks 0-3 make one slice, 4-7 the next... (names say otherwise)
+        await create_gang(env, "sliced", 16, ask, index=lambda i: (i * 5) % 16)
         await wait_bound(env, "sliced", 16)
         placed = await domains(env, "sliced")
         assert sorted(placed.values()) == [4, 4, 4, 4]
         assert len({block for block, _ in placed}) == 1
         assert "b0" not in {block for block, _ in placed}
+        labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in await env.api.raw_nodes()}
+        rack_of = {
+            int(p["metadata"]["labels"][INDEX]): labels[p["spec"]["nodeName"]][RACK_LABEL]
+            for p in await env.api.raw_pods(NS)
+            if p["metadata"]["name"].startswith("sliced-")
+        }
+        for first in range(0, 16, 4):  # each slice's ranks together in one rack
+            assert len({rack_of[rank] for rank in range(first, first + 4)}) == 1
 
 
 async def test_a_lost_member_comes_back_inside_its_rack_or_waits() -> None:
@@ -321,3 +336,131 @@ async def test_preemption_frees_one_whole_rack() -> None:
             for p in evicted
         } == {rack}
         await env.api.assert_not_overcommitted()
+
+
+# --- Volcano: HyperNodes and networkTopology -----------------------------------------------------
+
+
+def hypernodes() -> list[dict[str, Any]]:
+    """The 64 nodes as Volcano describes them: 16 tier-1 racks (nodes by name pattern), 4 tier-2
+    blocks (racks by name)."""
+
+    def hypernode(name: str, tier: int, tier_name: str, members: list[Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": name},
+            "spec": {"tier": tier, "tierName": tier_name, "members": members},
+        }
+
+    out = []
+    for block in range(4):
+        racks = []
+        for rack in range(4):
+            first = block * 16 + rack * 4
+            pattern = "^host-000(" + "|".join(f"{i:02d}" for i in range(first, first + 4)) + ")$"
+            name = f"b{block}-r{rack}"
+            racks.append({"type": "HyperNode", "selector": {"exactMatch": {"name": name}}})
+            node = {"type": "Node", "selector": {"regexMatch": {"pattern": pattern}}}
+            out.append(hypernode(name, 1, "rack", [node]))
+        out.append(hypernode(f"b{block}", 2, "block", racks))
+    return out
+
+
+async def create_volcano_gang(env: Env, name: str, members: int, topology: dict[str, Any]) -> None:
+    body = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": members, "networkTopology": topology},
+    }
+    await env.api.custom.create_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", NS, "podgroups", body
+    )
+    pods = []
+    for i in range(members):
+        pod = gang_pod(f"{name}-{i}", None, cpu="1", memory="1Gi")
+        pod["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": name}
+        pods.append(pod)
+    await env.api.create_pods(pods, NS)
+
+
+async def test_volcano_network_topology_over_hypernodes() -> None:
+    async with gang_env(NODES) as env:
+        for body in hypernodes():
+            await env.api.custom.create_cluster_custom_object(
+                "topology.volcano.sh", "v1alpha1", "hypernodes", body
+            )
+        await fill(env, ["host-00000"])  # rack b0-r0 holds 3, block b0 15
+        # hard, highest tier 1: inside one rack, the tightest
+        await create_volcano_gang(env, "rack3", 3, {"mode": "hard", "highestTierAllowed": 1})
+        await wait_bound(env, "rack3", 3)
+        assert await domains(env, "rack3") == {("b0", "r0"): 3}
+        # hard up to the tier named "block": one block, as few racks as possible
+        await create_volcano_gang(env, "block6", 6, {"mode": "hard", "highestTierName": "block"})
+        await wait_bound(env, "block6", 6)
+        placed = await domains(env, "block6")
+        assert len({b for b, _ in placed}) == 1 and len(placed) == 2
+        # hard, tier 1, more than a rack: never placed, and the message names the tier
+        await create_volcano_gang(env, "rack5", 5, {"mode": "hard", "highestTierAllowed": 1})
+        await wait_failure(
+            env, "rack5", "required HyperNode tier 1: the best HyperNode tier 1 fits 4"
+        )
+        assert await bound_count(env, "rack5") == 0
+        # soft: the lowest tier that holds it, else spread (20 > a block's 16)
+        await create_volcano_gang(env, "soft20", 20, {"mode": "soft"})
+        await wait_bound(env, "soft20", 20)
+        assert len({b for b, _ in await domains(env, "soft20")}) == 2
+        # a tier name no HyperNode has: said, nothing placed
+        await create_volcano_gang(env, "spine", 2, {"mode": "hard", "highestTierName": "spine"})
+        await wait_failure(env, "spine", "no HyperNode tier is named spine (named: block, rack)")
+        await env.api.assert_not_overcommitted()
+
+
+async def test_volcano_sub_groups_each_inside_a_rack_all_inside_one_block() -> None:
+    """``subGroupPolicy``: the pods of each replica (label ``replica``) in one tier-1 HyperNode,
+    the group in one tier-2 HyperNode; names and replicas interleave on purpose."""
+    async with gang_env(NODES) as env:
+        for body in hypernodes():
+            await env.api.custom.create_cluster_custom_object(
+                "topology.volcano.sh", "v1alpha1", "hypernodes", body
+            )
+        await fill(env, ["host-00001"])  # b0's first rack holds 3: no sub-group fits there
+        policy = {
+            "name": "replicas",
+            "subGroupSize": 4,
+            "matchLabelKeys": ["replica"],
+            "networkTopology": {"mode": "hard", "highestTierName": "rack"},
+        }
+        body = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "replicas"},
+            "spec": {
+                "minMember": 16,
+                "networkTopology": {"mode": "hard", "highestTierName": "block"},
+                "subGroupPolicy": [policy],
+            },
+        }
+        await env.api.custom.create_namespaced_custom_object(
+            "scheduling.volcano.sh", "v1beta1", NS, "podgroups", body
+        )
+        pods = []
+        for i in range(16):
+            pod = gang_pod(
+                f"replicas-{i}", None, cpu="1", memory="1Gi", labels={"replica": str(i % 4)}
+            )
+            pod["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "replicas"}
+            pods.append(pod)
+        await env.api.create_pods(pods, NS)
+        await wait_bound(env, "replicas", 16)
+        placed = await domains(env, "replicas")
+        assert sorted(placed.values()) == [4, 4, 4, 4]
+        assert len({block for block, _ in placed}) == 1 and "b0" not in {b for b, _ in placed}
+        labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in await env.api.raw_nodes()}
+        racks: dict[str, set[str]] = {}
+        for pod in await env.api.raw_pods(NS):
+            if pod["metadata"]["name"].startswith("replicas-"):
+                rack = labels[pod["spec"]["nodeName"]][RACK_LABEL]
+                racks.setdefault(pod["metadata"]["labels"]["replica"], set()).add(rack)
+        assert all(len(r) == 1 for r in racks.values()) and len(racks) == 4

@@ -35,6 +35,7 @@ COMMON_VERSIONS = {
     "scheduling.run.ai/v2",
     "kueue.x-k8s.io/v1beta2",
     "kai.scheduler/v1alpha1",
+    "topology.volcano.sh/v1alpha1",
 }
 GANG_VERSIONS = {
     "1.35": {"scheduling.k8s.io/v1alpha1"},

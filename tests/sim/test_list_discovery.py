@@ -30,6 +30,7 @@ GROUPS = {
     "scheduling.run.ai": ["v2"],
     "kueue.x-k8s.io": ["v1beta2"],
     "kai.scheduler": ["v1alpha1"],
+    "topology.volcano.sh": ["v1alpha1"],
 }
 NOT_FOUND = {
     "kind": "Status",
@@ -226,6 +227,7 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         # Kueue's and KAI's Topology: no status subresource, as upstream
         ("kueue.x-k8s.io", {"topologies"}),
         ("kai.scheduler", {"topologies"}),
+        ("topology.volcano.sh", {"hypernodes", "hypernodes/status"}),
     ],
 )
 async def test_group_version_resource_lists_are_listable(

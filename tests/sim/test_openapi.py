@@ -109,11 +109,12 @@ def test_vendored_file_is_small_and_complete() -> None:
         ("scheduling.x-k8s.io", "v1alpha1", "ElasticQuota"),
         ("kueue.x-k8s.io", "v1beta2", "Topology"),
         ("kai.scheduler", "v1alpha1", "Topology"),
+        ("topology.volcano.sh", "v1alpha1", "HyperNode"),
     }
     # Volcano's PodGroup CRD and the Topology CRDs, like upstream's, have no status
-    # subresource; the others have one
+    # subresource; the others (the HyperNode's too) have one
     assert [c["subresources"] for c in crds.values()] == (
-        [["status"]] * 2 + [[]] + [["status"]] * 3 + [[]] * 2
+        [["status"]] * 2 + [[]] + [["status"]] * 3 + [[]] * 2 + [["status"]]
     )
     # only gang's own CRD has short names: `kubectl get pg` means scheduling.x-k8s.io
     assert crds[("scheduling.x-k8s.io", "v1alpha1", "PodGroup")]["shortNames"] == ["pg", "pgs"]
@@ -492,7 +493,8 @@ async def test_volcano_defaults_are_set_on_every_write(raw: Raw) -> None:
     )
     assert status == 201
     assert body["spec"]["queue"] == "default"
-    assert body["spec"]["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
+    # upstream defaults the mode only (highestTierAllowed lost its default to highestTierName)
+    assert body["spec"]["networkTopology"] == {"mode": "hard"}
     status, body, _ = await raw.patch(
         f"{VOLCANO}/plain", {"spec": {"queue": None, "networkTopology": None}}
     )

@@ -1,7 +1,8 @@
 """Topology asks as users write them, and the domain choice for a gang (pure functions).
 
 The asks: Kueue's pod-template annotations (with its webhook's messages for what it refuses),
-KAI's annotations, the native PodGroup's ``schedulingConstraints.topology``, and what gang makes
+KAI's annotations, the native PodGroup's ``schedulingConstraints.topology``, Volcano's
+``networkTopology`` over HyperNodes (their membership by name, pattern and labels), and what gang makes
 of them against the declared topologies — a constraint, or a clear refusal. The choice: the
 tree of domains over labelled nodes, best fit, the climb from a preferred level, a placed
 member's domain kept, and slices completed inside the domain they began in.
@@ -32,8 +33,11 @@ from gang.models.topologyapis import (
     asks_in_annotations,
     parse_topology,
     resolve,
+    tier_key,
+    volcano_ask,
 )
 from gang.scheduling.topologyfit import Chosen, Missed, choose
+from gang.state.hypernodes import HyperNode, membership, parse_hypernode
 from gang.state.nodefacts import node_facts
 from gang.state.podinfo import parse_pod
 from gang.state.topology import NodeDomains
@@ -272,3 +276,128 @@ def test_nodes_without_a_level_label_are_outside_the_tree_and_counted() -> None:
     facts.append(node_facts(make_node("h1", labels={BLOCK: "b0"})))
     tree = NodeDomains(facts).tree(LEVELS)
     assert list(tree.ids[0]) == [0, -1] and tree.unlabelled == {BLOCK: 0, RACK: 1, HOST: 0}
+
+
+# --- Volcano: HyperNodes and networkTopology -------------------------------------------------
+
+
+def _hypernode(name: str, tier: int, members: list[Any], tier_name: str = "") -> HyperNode:
+    spec: dict[str, Any] = {"tier": tier, "members": members}
+    if tier_name:
+        spec["tierName"] = tier_name
+    return parse_hypernode({"metadata": {"name": name}, "spec": spec})
+
+
+def _node(kind: str, how: str, value: Any) -> dict[str, Any]:
+    body = {"exactMatch": {"name": value}, "regexMatch": {"pattern": value}}.get(how, value)
+    return {"type": kind, "selector": {how: body}}
+
+
+def test_hypernode_membership_by_name_pattern_labels_and_tiers() -> None:
+    facts = [
+        node_facts(make_node(f"gpu-{i}", labels={"pool": "a" if i < 2 else "b"})) for i in range(5)
+    ]
+    racks = [
+        _hypernode(
+            "r0", 1, [_node("Node", "exactMatch", "gpu-0"), _node("Node", "exactMatch", "gpu-1")]
+        ),
+        _hypernode("r1", 1, [_node("Node", "regexMatch", "gpu-[23]")]),  # Go: found anywhere
+        _hypernode("r2", 1, [_node("Node", "labelMatch", {"matchLabels": {"pool": "b"}})]),
+        _hypernode("s0", 2, [_node("HyperNode", "regexMatch", "^r[01]$")], "spine"),
+        _hypernode("s1", 2, [_node("HyperNode", "exactMatch", "r2")], "spine"),
+    ]
+    tiers = membership(racks, facts)
+    # gpu-2 and gpu-3 match both r1 and r2: the first by name wins
+    assert tiers[1] == {0: "r0", 1: "r0", 2: "r1", 3: "r1", 4: "r2"}
+    assert tiers[2] == {0: "s0", 1: "s0", 2: "s0", 3: "s0", 4: "s1"}
+    tree = NodeDomains(facts, hypernodes=tuple(racks)).tree((tier_key(2), tier_key(1)))
+    assert [tree.values[1][d] for d in tree.ids[1]] == [
+        ("s0", "r0"),
+        ("s0", "r0"),
+        ("s0", "r1"),
+        ("s0", "r1"),
+        ("s1", "r2"),
+    ]
+
+
+BAD_HYPERNODES = [
+    ({"tier": -1, "members": []}, "spec.tier"),
+    ({"tier": 1, "members": []}, "member must have at least one member"),
+    (
+        {
+            "tier": 1,
+            "members": [
+                {
+                    "type": "Node",
+                    "selector": {"exactMatch": {"name": "a"}, "regexMatch": {"pattern": "b"}},
+                }
+            ],
+        },
+        "Only one of ExactMatch, RegexMatch, or LabelMatch can be specified",
+    ),
+    (
+        {"tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "("}}}]},
+        "member regexMatch pattern is invalid",
+    ),
+    (
+        {"tier": 1, "members": [{"type": "Rack", "selector": {"exactMatch": {"name": "a"}}}]},
+        ".type",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "said"), BAD_HYPERNODES)
+def test_bad_hypernodes_say_why_and_are_left_out(spec: dict[str, Any], said: str) -> None:
+    bad = parse_hypernode({"metadata": {"name": "x"}, "spec": spec})
+    assert bad.error is not None and said in bad.error
+    assert membership([bad], [node_facts(make_node("a"))]) == {}
+
+
+def _volcano(topology: Any, *hypernodes: HyperNode) -> Any:
+    ask = volcano_ask({"networkTopology": topology})
+    book = TopologyBook()
+    book.set_hypernodes(hypernodes)
+    return resolve([ask] if ask is not None else [], book.ordered())
+
+
+def test_volcano_network_topology_resolves_over_the_tiers() -> None:
+    rack = _hypernode("r0", 1, [_node("Node", "exactMatch", "a")], "rack")
+    spine = _hypernode("s0", 2, [_node("HyperNode", "exactMatch", "r0")], "spine")
+    hard1 = _volcano({"mode": "hard", "highestTierAllowed": 1}, rack, spine)
+    assert (hard1.levels, hard1.required, hard1.preferred) == ((tier_key(2), tier_key(1)), 1, None)
+    hard2 = _volcano({"highestTierName": "spine"}, rack, spine)  # mode defaults to hard
+    assert (hard2.required, hard2.preferred) == (0, 1)
+    soft = _volcano({"mode": "soft"}, rack, spine)
+    assert (soft.required, soft.preferred) == (None, 1)
+    assert "no HyperNode (topology.volcano.sh)" in _volcano({"mode": "hard"})
+    assert "no HyperNode tier at or below 0" in _volcano({"highestTierAllowed": 0}, rack)
+    assert "cannot be set at the same time" in _volcano(
+        {"highestTierAllowed": 1, "highestTierName": "rack"}, rack
+    )
+    assert "Unsupported value" in _volcano({"mode": "strict"}, rack)
+
+
+def test_volcano_sub_groups_become_slices_ordered_by_their_labels() -> None:
+    rack = _hypernode("r0", 1, [_node("Node", "exactMatch", "a")], "rack")
+    spine = _hypernode("s0", 2, [_node("HyperNode", "exactMatch", "r0")], "spine")
+    book = TopologyBook()
+    book.set_hypernodes([rack, spine])
+    policy = {
+        "subGroupSize": 4,
+        "matchLabelKeys": ["replica"],
+        "networkTopology": {"mode": "hard", "highestTierName": "rack"},
+    }
+    spec = {"networkTopology": {"highestTierName": "spine"}, "subGroupPolicy": [policy]}
+    found = resolve([volcano_ask(spec)], book.ordered())  # type: ignore[list-item]
+    assert isinstance(found, TopologyConstraint)
+    assert (found.required, found.slice_level, found.slice_size) == (0, 1, 4)
+    assert found.rank_labels == ("replica",)
+    two = {"subGroupPolicy": [policy, policy]}
+    assert "one policy per group" in str(resolve([volcano_ask(two)], book.ordered()))  # type: ignore[list-item]
+    above = {
+        "networkTopology": {"highestTierName": "rack"},
+        "subGroupPolicy": [{**policy, "networkTopology": {"highestTierName": "spine"}}],
+    }
+    assert "above the group's" in str(resolve([volcano_ask(above)], book.ordered()))  # type: ignore[list-item]
+    zero = {"subGroupPolicy": [{**policy, "subGroupSize": 0}]}
+    assert "subGroupSize: expected >= 1" in str(resolve([volcano_ask(zero)], book.ordered()))  # type: ignore[list-item]
