@@ -2,11 +2,13 @@
 
 A *topology* is an ordered list of node label keys, coarse to fine (block → rack → host): Kueue's
 ``Topology`` (``kueue.x-k8s.io``), KAI Scheduler's ``Topology`` (``kai.scheduler``) and gang's
-own settings all say it the same way, ``levels[].nodeLabel``. A gang asks for a *required*
+own settings all say it the same way, ``levels[].nodeLabel``; Volcano's HyperNode tiers are
+levels too, with keys of gang's own (:func:`tier_key`; membership in ``gang.state.hypernodes``). A gang asks for a *required*
 level (never span two domains of it), a *preferred* one (try one domain of it, climb when none
 holds the gang) and *slices* (groups of N members, each inside one domain of a level), in
-whichever API its users write: Kueue's pod-template annotations, KAI's annotations, or the
-native PodGroup's ``schedulingConstraints.topology``. Each becomes a :class:`TopologyAsk`
+whichever API its users write: Kueue's pod-template annotations, KAI's annotations, the
+native PodGroup's ``schedulingConstraints.topology``, or a Volcano PodGroup's
+``networkTopology`` and ``subGroupPolicy``. Each becomes a :class:`TopologyAsk`
 (label keys, as written); :func:`resolve` turns the asks of one gang and the topologies the
 cluster declares into one :class:`TopologyConstraint` (level indices), or says clearly why it
 cannot: an unknown level, a slice level above the gang's level, required finer than preferred,
@@ -467,22 +469,6 @@ def _against(ask: TopologyAsk, topologies: Sequence[Topology]) -> TopologyConstr
     )
 
 
-@dataclass(frozen=True, slots=True)
-class TopologyApi:
-    """One Topology API: where its objects live; gang watches the first version served."""
-
-    name: str
-    group: str
-    versions: tuple[str, ...]
-    plural: str = "topologies"
-
-
-TOPOLOGY_APIS: tuple[TopologyApi, ...] = (
-    TopologyApi(KUEUE_TOPOLOGY, "kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1")),
-    TopologyApi(KAI_TOPOLOGY, "kai.scheduler", ("v1alpha1",)),
-)
-
-
 def _against_hypernodes(
     ask: TopologyAsk, topologies: Sequence[Topology]
 ) -> TopologyConstraint | str:
@@ -541,5 +527,22 @@ def _coarsest_within(
     return allowed[0]
 
 
+# --- the APIs --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyApi:
+    """One Topology API: where its objects live; gang watches the first version served."""
+
+    name: str
+    group: str
+    versions: tuple[str, ...]
+    plural: str = "topologies"
+
+
+TOPOLOGY_APIS: tuple[TopologyApi, ...] = (
+    TopologyApi(KUEUE_TOPOLOGY, "kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1")),
+    TopologyApi(KAI_TOPOLOGY, "kai.scheduler", ("v1alpha1",)),
+)
 #: Volcano's HyperNodes: (group, version, plural)
 HYPERNODE_API = ("topology.volcano.sh", "v1alpha1", "hypernodes")
