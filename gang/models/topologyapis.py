@@ -3,10 +3,10 @@
 A *topology* is an ordered list of node label keys, coarse to fine (block → rack → host): Kueue's
 ``Topology`` (``kueue.x-k8s.io``), KAI Scheduler's ``Topology`` (``kai.scheduler``) and gang's
 own settings all say it the same way, ``levels[].nodeLabel``; Volcano's HyperNode tiers are
-levels too, with keys of gang's own (:func:`tier_key`; membership in ``gang.state.hypernodes``). A gang asks for a *required*
-level (never span two domains of it), a *preferred* one (try one domain of it, climb when none
-holds the gang) and *slices* (groups of N members, each inside one domain of a level), in
-whichever API its users write: Kueue's pod-template annotations, KAI's annotations, the
+levels too, with keys of gang's own (:func:`tier_key`; membership in ``gang.state.hypernodes``).
+A gang asks for a *required* level (never span two domains of it), a *preferred* one (try one
+domain of it, climb when none holds the gang) and *slices* (groups of N members, each inside one
+domain of a level), in whichever API its users write: Kueue's pod-template annotations, KAI's annotations, the
 native PodGroup's ``schedulingConstraints.topology``, or a Volcano PodGroup's
 ``networkTopology`` and ``subGroupPolicy``. Each becomes a :class:`TopologyAsk`
 (label keys, as written); :func:`resolve` turns the asks of one gang and the topologies the

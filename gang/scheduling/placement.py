@@ -66,7 +66,7 @@ from gang.scheduling.plugins import (
     default_scores,
 )
 from gang.scheduling.predicates import host_port_key, summarize
-from gang.scheduling.topologyfit import Chosen, choose
+from gang.scheduling.topologyfit import Chosen, Leader, choose, choose_with_leader
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
@@ -352,13 +352,30 @@ class Placer:
             for row in (self._row_of[n] for n in anchors if n in self._row_of):
                 domain = int(tree.ids[topology.slice_level][row])
                 held[domain] = held.get(domain, 0) + 1
-        slots = self._slots(snap, needed[0], vectors[needed[0].key], count)
-        chosen = choose(tree, slots, count, topology, within, held)
+        leader, workers = _leader_of(needed, vectors)
+        leader_leaf: int | None = None
+        if leader is not None and not held:
+            lead_vec, work_vec = vectors[leader.key], vectors[workers[0].key]
+            slots = self._slots(snap, workers[0], work_vec, len(workers))
+            fits = self._slots(snap, leader, lead_vec, 1)
+            beside = np.where(
+                fits > 0,
+                self._slots(snap, workers[0], work_vec, len(workers), snap.free - lead_vec),
+                slots,
+            )
+            found = choose_with_leader(
+                tree, slots, Leader(np.minimum(fits, 1), beside), len(workers), topology, within
+            )
+            chosen = found[0] if isinstance(found, tuple) else found
+            leader_leaf = found[1] if isinstance(found, tuple) else None
+        else:
+            slots = self._slots(snap, needed[0], vectors[needed[0].key], count)
+            chosen = choose(tree, slots, count, topology, within, held)
         if not isinstance(chosen, Chosen):
             message = chosen.message + _unlabelled_note(tree, topology)
             return Unplaceable(message, min(chosen.fits * chosen.unit, count), count)
         failure: Unplaceable | None = None
-        for parts in _parts(tree, topology, chosen, needed):
+        for parts in _parts(tree, topology, chosen, needed, leader, leader_leaf):
             trial, trial_ports = snap.free.copy(), _copy_ports(ports)
             trial_placed: list[Placed] = []
             result: dict[Key, int] = {}
@@ -438,14 +455,23 @@ class Placer:
             )
         return held.pop()
 
-    def _slots(self, snap: Snapshot, pod: PodInfo, vec: Vector, most: int) -> npt.NDArray[np.int64]:
-        """Per row, how many members shaped like ``pod`` fit its free capacity (its static
-        filters passing; at most ``most`` where it requests nothing)."""
+    def _slots(
+        self,
+        snap: Snapshot,
+        pod: PodInfo,
+        vec: Vector,
+        most: int,
+        free: npt.NDArray[np.int64] | None = None,
+    ) -> npt.NDArray[np.int64]:
+        """Per row, how many members shaped like ``pod`` fit its free capacity (``free``, else
+        the snapshot's; its static filters passing; at most ``most`` where it requests
+        nothing)."""
         static = self.static(snap, pod.constraints).mask
+        free = snap.free if free is None else free
         positive = vec > 0
         if positive.any():
             per_node = np.min(
-                np.where(static[:, None], snap.free[:, positive], 0) // vec[positive], axis=1
+                np.where(static[:, None], free[:, positive], 0) // vec[positive], axis=1
             )
         else:
             per_node = np.where(static, most, 0)
@@ -836,14 +862,32 @@ Part = tuple[Sequence[PodInfo], _Quota]
 
 
 def _parts(
-    tree: DomainTree, topology: TopologyConstraint, chosen: Chosen, needed: Sequence[PodInfo]
+    tree: DomainTree,
+    topology: TopologyConstraint,
+    chosen: Chosen,
+    needed: Sequence[PodInfo],
+    leader: PodInfo | None = None,
+    leader_leaf: int | None = None,
 ) -> list[list[Part]]:
     """How to place the needed members in the chosen domains, best first: with a quota per
     finest domain, then (should a rule between pods refuse that split) per slice domain or per
     chosen domain. With slices, members go in rank order, one slice domain at a time, so the
     ranks a slice holds run together (ranks 0-3 in one rack, 4-7 in the next), as Kueue places
-    slices of an indexed job."""
+    slices of an indexed job. A leader goes first, to the finest domain chosen for it."""
     last = len(tree.levels) - 1
+    if leader is not None and leader_leaf is not None:
+        others = [pod for pod in needed if pod.key != leader.key]
+        first = (
+            [leader],
+            _quota_of(tree, last, [(leader_leaf, 1)]),
+        )
+        loose_level = topology.slice_level if topology.slice_level is not None else chosen.level
+        loose_first = (
+            [leader],
+            _quota_of(tree, loose_level, [(_ancestor(tree, last, loose_level, leader_leaf), 1)]),
+        )
+        plans = _parts(tree, topology, chosen, others)
+        return [[first if i == 0 else loose_first, *plan] for i, plan in enumerate(plans)]
     if topology.slice_level is None or topology.slice_size <= 1:
         loose = chosen.level
         parts = [[(needed, _quota_of(tree, last, chosen.leaves))]]
@@ -871,6 +915,22 @@ def _parts(
         tight.append((pods, _quota_of(tree, last, leaves)))
         loose_parts.append((pods, _quota_of(tree, level, [(domain, n)])))
     return [tight, loose_parts] if level != last else [tight]
+
+
+def _leader_of(
+    needed: Sequence[PodInfo], vectors: dict[Key, Vector]
+) -> tuple[PodInfo | None, list[PodInfo]]:
+    """The gang's one member of another shape, if it has exactly two shapes and one of them
+    has a single member (a launcher and its workers, a LeaderWorkerSet group); the others."""
+    shapes: dict[tuple[object, bytes], list[PodInfo]] = {}
+    for pod in needed:
+        shapes.setdefault((pod.constraints, vectors[pod.key].tobytes()), []).append(pod)
+    if len(shapes) != 2:
+        return None, list(needed)
+    small, big = sorted(shapes.values(), key=len)
+    if len(small) != 1:
+        return None, list(needed)
+    return small[0], big
 
 
 #: labels that give a member its rank among its gang (indexed Jobs, JobSets, the training

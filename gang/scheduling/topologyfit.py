@@ -330,3 +330,293 @@ def _slice_note(tree: DomainTree, constraint: TopologyConstraint) -> str:
     if constraint.slice_level is None or constraint.slice_size <= 1:
         return ""
     return f" (each slice inside one {level_name(tree.levels[constraint.slice_level])})"
+
+
+# --- a leader and its workers ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    """A gang's one member of another shape (a launcher, a LeaderWorkerSet leader), placed in
+    the same domain as the others: per node row, whether it fits (0/1), and how many of the
+    others still fit beside it there."""
+
+    fits: Ids
+    beside: Ids
+
+
+@dataclass(frozen=True, slots=True)
+class _LeaderCounts:
+    """Per level and domain, as ``_Counts``, with the leader: whether it fits inside (0/1),
+    and the member slots and whole slices left beside it (Kueue's ``WithLeader`` counts)."""
+
+    pods: list[Ids]
+    slices: list[Ids]
+    lead: list[Ids]
+    pods_beside: list[Ids]
+    slices_beside: list[Ids]
+
+
+def choose_with_leader(
+    tree: DomainTree,
+    slots: Ids,
+    leader: Leader,
+    count: int,
+    constraint: TopologyConstraint,
+    within: int | None = None,
+) -> tuple[Chosen, int] | Missed:
+    """As :func:`choose` for ``count`` members and one leader: the domains, and the finest
+    domain the leader goes to (Kueue's pod-set groups: the leader counts where it fits, and
+    the members beside it)."""
+    last = len(tree.levels) - 1
+    size = constraint.slice_size
+    slice_level = last if constraint.slice_level is None else constraint.slice_level
+    counts = _leader_count(tree, slots, leader, size, slice_level)
+    need = -(-count // size)
+    least_free = constraint.unconstrained
+    required = constraint.required
+    if constraint.preferred is not None:
+        at = constraint.preferred
+    elif required is not None:
+        at = required
+    else:
+        at = 0 if constraint.slice_level is not None else last
+    top = required if required is not None else 0
+    while True:
+        domains = _candidates(tree, at, required, within)
+        if not len(domains):
+            return Missed(f"no {level_name(tree.levels[at])} domain has free nodes", 0, need, size)
+        order = _leader_sorted(tree, counts, at, domains, least_free)
+        one = _one_with_leader(counts, at, order, need, least_free)
+        if one is not None:
+            chosen: list[int] = [one]
+            break
+        if required is not None and at == required:
+            first = order[-1] if least_free else order[0]
+            best = int(counts.slices[at][first])
+            return Missed(_required_miss(tree, constraint, at, best, need), best, need, size)
+        if at > top and not least_free:
+            at -= 1
+            continue
+        spread = _spread_with_leader(tree, counts, at, order, need, least_free)
+        if isinstance(spread, int):
+            return Missed(_spread_miss(tree, constraint, at, spread, need), spread, need, size)
+        chosen = spread
+        break
+    fit_level, fit_domains = at, list(chosen)
+    assigned = _consume(counts, at, chosen, need, 1, least_free, slices=True)
+    while at < min(last, slice_level):
+        pool = _children(tree, at + 1, [d for d, _, _ in assigned])
+        order = _sorted_by(tree, counts.slices, counts.pods, at + 1, pool, least_free)
+        total = sum(n for _, n, _ in assigned)
+        assigned = _consume(counts, at + 1, order, total, 1, least_free, slices=True)
+        at += 1
+    members = [(d, n * size, lead) for d, n, lead in assigned]
+    while at < last:
+        below: list[tuple[int, int, int]] = []
+        for domain, n, lead in members:
+            pool = _children(tree, at + 1, [domain])
+            order = _sorted_by(tree, counts.slices, counts.pods, at + 1, pool, least_free)
+            below += _consume(counts, at + 1, order, n, lead, least_free, slices=False)
+        members = below
+        at += 1
+    leaders = [d for d, _, lead in members if lead]
+    if not leaders:  # cannot happen: the chosen domains hold the leader
+        return Missed("no domain holds the leader", 0, need, size)
+    leaves = _merged(tree, [(d, n) for d, n, _ in members])
+    return Chosen(leaves, fit_level, fit_domains), leaders[0]
+
+
+def _leader_count(
+    tree: DomainTree, slots: Ids, leader: Leader, size: int, slice_level: int
+) -> _LeaderCounts:
+    last = len(tree.levels) - 1
+    ids = tree.ids[last]
+    inside = ids >= 0
+    n = tree.size(last)
+    pods = np.bincount(ids[inside], weights=slots[inside], minlength=n).astype(np.int64)
+    lead = (np.bincount(ids[inside], weights=leader.fits[inside], minlength=n) > 0).astype(np.int64)
+    big = np.iinfo(np.int64).max
+    penalty = np.full(n, big, dtype=np.int64)
+    capable = inside & (leader.fits > 0)
+    np.minimum.at(penalty, ids[capable], (slots - leader.beside)[capable])
+    beside = np.where(lead > 0, pods - np.where(penalty == big, 0, penalty), pods)
+    levels_pods, levels_lead, levels_beside = [pods], [lead], [beside]
+    for level in range(last - 1, -1, -1):  # upwards, as Kueue's fillInCounts
+        up = tree.parent[level + 1]
+        child_pods, child_lead, child_beside = levels_pods[0], levels_lead[0], levels_beside[0]
+        m = tree.size(level)
+        total = np.bincount(up, weights=child_pods, minlength=m).astype(np.int64)
+        has = np.bincount(up, weights=child_lead, minlength=m) > 0
+        pen = np.full(m, big, dtype=np.int64)
+        mask = child_lead > 0
+        np.minimum.at(pen, up[mask], (child_pods - child_beside)[mask])
+        levels_pods.insert(0, total)
+        levels_lead.insert(0, has.astype(np.int64))
+        levels_beside.insert(0, np.where(has, total - np.where(pen == big, 0, pen), 0))
+    slices = [np.zeros(tree.size(level), dtype=np.int64) for level in range(last + 1)]
+    slices_beside = [np.zeros(tree.size(level), dtype=np.int64) for level in range(last + 1)]
+    slices[slice_level] = levels_pods[slice_level] // size
+    slices_beside[slice_level] = levels_beside[slice_level] // size
+    for level in range(slice_level - 1, -1, -1):
+        up = tree.parent[level + 1]
+        m = tree.size(level)
+        child, child_beside, child_lead = (
+            slices[level + 1],
+            slices_beside[level + 1],
+            levels_lead[level + 1],
+        )
+        slices[level] = np.bincount(up, weights=child, minlength=m).astype(np.int64)
+        pen = np.full(m, big, dtype=np.int64)
+        mask = child_lead > 0
+        np.minimum.at(pen, up[mask], (child - child_beside)[mask])
+        has = levels_lead[level] > 0
+        slices_beside[level] = np.where(has, slices[level] - np.where(pen == big, 0, pen), 0)
+    return _LeaderCounts(levels_pods, slices, levels_lead, levels_beside, slices_beside)
+
+
+def _leader_sorted(
+    tree: DomainTree, counts: _LeaderCounts, level: int, domains: Ids, least_free: bool
+) -> list[int]:
+    """Domains that hold the leader first, then by slices beside it (most first; fewest for
+    least free capacity), then fewer member slots beside it, then label values."""
+    lead, beside, pods_beside = (
+        counts.lead[level],
+        counts.slices_beside[level],
+        counts.pods_beside[level],
+    )
+    values = tree.values[level]
+    sign = 1 if least_free else -1
+    return sorted(
+        (int(d) for d in domains),
+        key=lambda d: (-int(lead[d]), sign * int(beside[d]), int(pods_beside[d]), values[d]),
+    )
+
+
+def _sorted_by(
+    tree: DomainTree, slices: list[Ids], pods: list[Ids], level: int, domains: Ids, least_free: bool
+) -> list[int]:
+    sign = 1 if least_free else -1
+    cap, room, values = slices[level], pods[level], tree.values[level]
+    return sorted(
+        (int(d) for d in domains), key=lambda d: (sign * int(cap[d]), int(room[d]), values[d])
+    )
+
+
+def _tightest_with_leader(counts: _LeaderCounts, level: int, order: list[int], need: int) -> int:
+    """The first domain holding the leader with the fewest slices beside it that hold ``need``."""
+    best, best_cap = order[0], None
+    for d in order:
+        if counts.lead[level][d] < 1:
+            continue
+        c = int(counts.slices_beside[level][d])
+        if c >= need and (best_cap is None or c < best_cap):
+            best, best_cap = d, c
+    return best
+
+
+def _one_with_leader(
+    counts: _LeaderCounts, level: int, order: list[int], need: int, least_free: bool
+) -> int | None:
+    lead, beside = counts.lead[level], counts.slices_beside[level]
+    if least_free:
+        return next((d for d in order if lead[d] >= 1 and beside[d] >= need), None)
+    top = order[0]
+    if lead[top] >= 1 and beside[top] >= need:
+        return _tightest_with_leader(counts, level, order, need)
+    return None
+
+
+def _spread_with_leader(
+    tree: DomainTree,
+    counts: _LeaderCounts,
+    level: int,
+    order: list[int],
+    need: int,
+    least_free: bool,
+) -> list[int] | int:
+    """Several domains: one that holds the leader (with the members beside it) first, then the
+    rest largest first, the last the tightest; how many slices they hold when short."""
+    lead, beside, slices = counts.lead[level], counts.slices_beside[level], counts.slices[level]
+    order = _lead_first(counts, level, order, need)
+    taken: list[int] = []
+    left = need
+    index = 0
+    if index < len(order) and lead[order[index]] > 0:
+        domain = order[index]
+        if not least_free and beside[domain] >= left:
+            domain = _tightest_with_leader(counts, level, order[index:], left)
+        taken.append(domain)
+        left -= int(beside[domain])
+        index += 1
+    else:
+        return 0
+    rest = _sorted_by(
+        tree, counts.slices, counts.pods, level, np.array(order[index:], dtype=np.int64), least_free
+    )
+    for i, domain in enumerate(rest):
+        if left <= 0:
+            break
+        if not least_free and slices[domain] >= left:
+            domain = _tightest(rest[i:], slices, left)
+        taken.append(domain)
+        left -= int(slices[domain])
+    return taken if left <= 0 else need - left
+
+
+def _lead_first(counts: _LeaderCounts, level: int, order: list[int], need: int) -> list[int]:
+    """A domain holding the leader moved to the front, if the rest still hold ``need`` with it
+    (Kueue's prioritizeLeaderDomain)."""
+    if len(order) < 2:
+        return order
+    lead, slices, beside = counts.lead[level], counts.slices[level], counts.slices_beside[level]
+    total = sum(int(slices[d]) for d in order)
+    for i, domain in enumerate(order):
+        if lead[domain] < 1 or total - (int(slices[domain]) - int(beside[domain])) < need:
+            continue
+        return order if i == 0 else [domain, *order[:i], *order[i + 1 :]]
+    return order
+
+
+def _consume(
+    counts: _LeaderCounts,
+    level: int,
+    order: list[int],
+    need: int,
+    leaders: int,
+    least_free: bool,
+    slices: bool,
+) -> list[tuple[int, int, int]]:
+    """Fill ``order`` with ``need`` (slices, or members) and ``leaders`` (0 or 1): (domain,
+    how many, leader there) — the leader's domain first, the last one the tightest."""
+    cap = counts.slices[level] if slices else counts.pods[level]
+    cap_beside = counts.slices_beside[level] if slices else counts.pods_beside[level]
+    lead = counts.lead[level]
+    if leaders:
+        order = _lead_first(counts, level, order, need)
+    taken: list[tuple[int, int, int]] = []
+    left, leader_left = need, leaders
+    for i, domain in enumerate(order):
+        if left <= 0 and leader_left <= 0:
+            break
+        if leader_left > 0:
+            if not least_free and cap_beside[domain] >= left and lead[domain] >= leader_left:
+                candidates = [d for d in order[i:] if lead[d] >= leader_left]
+                best = min(
+                    (d for d in candidates if cap_beside[d] >= left),
+                    key=lambda d: (int(cap_beside[d]), candidates.index(d)),
+                )
+                domain = best
+            here = min(int(cap_beside[domain]), left)
+            leader_here = min(int(lead[domain]), leader_left)
+            taken.append((domain, here, leader_here))
+            left -= here
+            leader_left -= leader_here
+            continue
+        if not least_free and cap[domain] >= left:
+            domain = _tightest(order[i:], cap, left)
+        here = min(int(cap[domain]), left)
+        if here > 0:
+            taken.append((domain, here, 0))
+        left -= here
+    return taken

@@ -464,3 +464,22 @@ async def test_volcano_sub_groups_each_inside_a_rack_all_inside_one_block() -> N
                 rack = labels[pod["spec"]["nodeName"]][RACK_LABEL]
                 racks.setdefault(pod["metadata"]["labels"]["replica"], set()).add(rack)
         assert all(len(r) == 1 for r in racks.values()) and len(racks) == 4
+
+
+async def test_a_launcher_and_its_workers_share_one_rack() -> None:
+    """A launcher that takes a whole host and 12 workers that fit 4 to a host: 13 members in a
+    rack of 4 hosts, counted by the launcher where it fits and the workers beside it (counted
+    by the launcher's shape alone, no rack would hold 13)."""
+    async with topology_env("kueue") as env:
+        await env.api.create_podgroup(podgroup("mpi", 13))
+        ask = kueue(required=RACK_LABEL)
+        pods = [gang_pod("mpi-launcher", "mpi", cpu="1", memory="1Gi")]
+        pods += [gang_pod(f"mpi-worker-{i}", "mpi", cpu="250m", memory="512Mi") for i in range(12)]
+        for pod in pods:
+            pod["metadata"]["annotations"] = ask
+        await env.api.create_pods(pods, NS)
+        await wait_bound(env, "mpi", 13)
+        assert len(await domains(env, "mpi")) == 1
+        bound = await env.api.bound(NS)
+        launcher_host = bound["mpi-launcher"]
+        assert not any(n == launcher_host for p, n in bound.items() if p.startswith("mpi-worker"))
