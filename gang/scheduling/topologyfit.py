@@ -99,17 +99,11 @@ def choose(
     need = -(-count // size)
     least_free = constraint.unconstrained
     required = constraint.required
-    if constraint.preferred is not None:
-        at = constraint.preferred
-    elif required is not None:
-        at = required
-    else:  # slices alone: from the top level; unconstrained: node by node
-        at = 0 if constraint.slice_level is not None else last
-    top = required if required is not None else 0
+    at, top = _levels_to_try(constraint, last)
     while True:
         domains = _candidates(tree, at, required, within)
         if not len(domains):
-            return Missed(f"no {level_name(tree.levels[at])} domain has free nodes", 0, need, size)
+            return _no_domain(tree, at, need, size)
         order = _sorted(tree, counts, at, domains, least_free)
         cap = counts.slices[at]
         one = _one_domain(order, cap, need, least_free)
@@ -145,6 +139,24 @@ def choose(
         members = below
         at += 1
     return Chosen(_merged(tree, completed + members), fit_level, fit_domains)
+
+
+def _levels_to_try(constraint: TopologyConstraint, last: int) -> tuple[int, int]:
+    """The level to look for one domain at first, and the coarsest level the search may climb
+    to: preferred up to required (or the top); slices alone from the top; unconstrained at the
+    finest level."""
+    required = constraint.required
+    if constraint.preferred is not None:
+        at = constraint.preferred
+    elif required is not None:
+        at = required
+    else:
+        at = 0 if constraint.slice_level is not None else last
+    return at, required if required is not None else 0
+
+
+def _no_domain(tree: DomainTree, level: int, need: int, size: int) -> Missed:
+    return Missed(f"no {level_name(tree.levels[level])} domain has free nodes", 0, need, size)
 
 
 def _merged(tree: DomainTree, leaves: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -375,17 +387,11 @@ def choose_with_leader(
     need = -(-count // size)
     least_free = constraint.unconstrained
     required = constraint.required
-    if constraint.preferred is not None:
-        at = constraint.preferred
-    elif required is not None:
-        at = required
-    else:
-        at = 0 if constraint.slice_level is not None else last
-    top = required if required is not None else 0
+    at, top = _levels_to_try(constraint, last)
     while True:
         domains = _candidates(tree, at, required, within)
         if not len(domains):
-            return Missed(f"no {level_name(tree.levels[at])} domain has free nodes", 0, need, size)
+            return _no_domain(tree, at, need, size)
         order = _leader_sorted(tree, counts, at, domains, least_free)
         one = _one_with_leader(counts, at, order, need, least_free)
         if one is not None:

@@ -11,6 +11,7 @@ annotations, KAI's annotations):
 - required block + preferred rack (KAI) → one block, as few racks as possible;
 - 4 slices of 4, each inside one rack, all inside one block, ranks 0-3 in one rack (Kueue slices);
 - preemption evicts the pods of one whole rack for a gang that requires a rack;
+- a reservation holds the rack whose pods end first, and the gang binds there;
 - a lost member comes back inside its gang's rack, or waits — never outside it;
 - bad asks (an unknown level, required finer than preferred, two APIs disagreeing) are said in
   an Event, nothing of them is bound, and other gangs are served meanwhile.
@@ -36,8 +37,9 @@ from gang.models.topologyapis import (
     KUEUE_SLICE_REQUIRED,
     KUEUE_SLICE_SIZE,
 )
-from gang.sim.kubelet import KubeletConfig
+from gang.sim.kubelet import RUN_SECONDS, KubeletConfig
 from gang.sim.nodespec import BLOCK_LABEL, RACK_LABEL
+from gang.state.podinfo import EXPECTED_RUN_ANNOTATION
 from tests.scheduler.conftest import Env, eventually, gang_env, gang_pod, podgroup
 
 pytestmark = pytest.mark.asyncio
@@ -483,3 +485,40 @@ async def test_a_launcher_and_its_workers_share_one_rack() -> None:
         bound = await env.api.bound(NS)
         launcher_host = bound["mpi-launcher"]
         assert not any(n == launcher_host for p, n in bound.items() if p.startswith("mpi-worker"))
+
+
+async def test_a_reservation_holds_the_rack_that_frees_first() -> None:
+    """Every host busy; the pods of rack b2/r1 are declared to end first. A gang requiring a
+    rack reserves that rack's four hosts (not the four hosts anywhere that free first), and
+    binds there when they free."""
+    kubelet = KubeletConfig(start_delay=0.05, termination_delay=0.05)
+    async with topology_env("kueue", cluster_options={"kubelet": kubelet}) as env:
+        soon = {f"host-{i:05d}" for i in range(36, 40)}  # rack b2/r1
+        early = {f"host-{i:05d}" for i in (0, 20, 44, 60)}  # the first to end, in 4 racks
+        hosts = [f"host-{i:05d}" for i in range(64)]
+        pods = []
+        for host in hosts:
+            pod = gang_pod(f"run-{host}", None, cpu="1", memory="1Gi", scheduler="other")
+            declared = 2.0 if host in early else 4.0 if host in soon else 600.0
+            runs = 600.0 if host in early else declared  # the early ones overstay
+            pod["metadata"]["annotations"] = {
+                RUN_SECONDS: str(runs),
+                EXPECTED_RUN_ANNOTATION: str(declared),
+            }
+            pods.append(pod)
+        await env.api.create_pods(pods, NS)
+        for host in hosts:
+            await env.api.bind(f"run-{host}", host, NS)
+        await create_gang(env, "waits", 4, kueue(required=RACK_LABEL))
+        gang = None
+
+        async def reserved() -> bool:
+            nonlocal gang
+            gang = find_gang(env.scheduler, NS, "waits")
+            return gang is not None and gang.reservation is not None
+
+        await eventually(reserved)
+        assert gang is not None and gang.reservation is not None
+        assert set(gang.reservation.nodes) == soon
+        await wait_bound(env, "waits", 4)
+        assert await domains(env, "waits") == {("b2", "r1"): 4}

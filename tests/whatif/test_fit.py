@@ -27,7 +27,14 @@ from tests.scheduler.test_preemption import cluster, run_gang
 Obj = dict[str, Any]
 
 
-def manifests(tmp_path: Path, name: str, size: int, gpu: int, **pod_extra: Any) -> Path:
+def manifests(
+    tmp_path: Path,
+    name: str,
+    size: int,
+    gpu: int,
+    annotations: dict[str, str] | None = None,
+    **pod_extra: Any,
+) -> Path:
     priority = pod_extra.pop("priority_class", None)
     docs = [podgroup(name, size, timeout=30)] + [
         gang_pod(f"{name}-{i}", name, gpu=gpu, cpu="100m", priority_class=priority, **pod_extra)
@@ -36,6 +43,8 @@ def manifests(tmp_path: Path, name: str, size: int, gpu: int, **pod_extra: Any) 
     for doc in docs[1:]:
         doc.setdefault("apiVersion", "v1")
         doc.setdefault("kind", "Pod")
+        if annotations:
+            doc["metadata"]["annotations"] = dict(annotations)
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     return path
@@ -264,3 +273,31 @@ async def test_fit_counts_queues_a_gang_past_its_queues_limit_does_not_fit_now(
         free = manifests(tmp_path, "free", 1, 8)
         code, answer = await gang_fit(env, free, capsys)
         assert (code, answer["answer"]) == (whatif.FITS_NOW, "fits now"), answer
+
+
+async def test_fit_keeps_a_gang_inside_its_rack_and_says_why_a_bigger_one_never_fits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gang fit`` on a cluster of 4 racks x 4 hosts with a Kueue Topology: a gang requiring
+    a rack fits in one rack; one of 5 never fits, in the words the scheduler then says."""
+    from gang.models.topologyapis import KUEUE_REQUIRED
+    from gang.sim.nodespec import RACK_LABEL
+    from tests.scheduler.test_topology import topology_object
+
+    async with cluster("16:gpu=1,blocks=1,racks=4,prefix=host") as (env, _):
+        await env.api.custom.create_cluster_custom_object(
+            "kueue.x-k8s.io", "v1beta2", "topologies", topology_object("kueue")
+        )
+        ask = {KUEUE_REQUIRED: RACK_LABEL}
+        racks = {
+            n["metadata"]["name"]: n["metadata"]["labels"][RACK_LABEL]
+            for n in await env.api.raw_nodes()
+        }
+        four = manifests(tmp_path, "four", 4, 1, annotations=ask)
+        code, answer = await gang_fit(env, four, capsys)
+        assert (code, answer["answer"]) == (whatif.FITS_NOW, "fits now"), answer
+        assert len({racks[n] for n in answer["nodes"]}) == 1 and len(answer["nodes"]) == 4
+        five = manifests(tmp_path, "five", 5, 1, annotations=ask)
+        code, answer = await gang_fit(env, five, capsys)
+        assert (code, answer["answer"]) == (whatif.NEVER_FITS, "never fits"), answer
+        assert "required rack: the best rack fits 4 of 5 members" in answer["never"]["why"]
