@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gang.models.groupapis import API_BY_NAME, NATIVE
 from gang.models.settings import TopologyLevels
@@ -401,3 +403,55 @@ def test_volcano_sub_groups_become_slices_ordered_by_their_labels() -> None:
     assert "above the group's" in str(resolve([volcano_ask(above)], book.ordered()))  # type: ignore[list-item]
     zero = {"subGroupPolicy": [{**policy, "subGroupSize": 0}]}
     assert "subGroupSize: expected >= 1" in str(resolve([volcano_ask(zero)], book.ordered()))  # type: ignore[list-item]
+
+
+# --- the choice's invariants, on random clusters ---------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    free=st.lists(st.integers(0, 3), min_size=8, max_size=8),
+    count=st.integers(1, 12),
+    required=st.sampled_from([None, 0, 1]),
+    preferred=st.sampled_from([None, 1, 2]),
+    size=st.sampled_from([1, 2]),
+)
+def test_every_choice_holds_the_gang_within_capacity_and_its_required_domain(
+    free: list[int], count: int, required: int | None, preferred: int | None, size: int
+) -> None:
+    """Whatever the capacities and the ask: a choice places exactly the gang (in whole slices),
+    never more on a leaf than it holds, inside one domain of the required level and every slice
+    inside one domain of its level; a miss means no domain of the required level could hold it."""
+    if required is not None and preferred is not None and preferred < required:
+        preferred = required
+    tree, slots = _tree(free)
+    ask = TopologyConstraint(
+        "t",
+        LEVELS,
+        required=required,
+        preferred=preferred if preferred != required else None,
+        slice_level=1 if size > 1 else None,
+        slice_size=size,
+        unconstrained=required is None and preferred is None and size > 1,
+    )
+    count -= count % size or 0
+    if count == 0:
+        return
+    chosen = choose(tree, slots, count, ask)
+    if isinstance(chosen, Missed):
+        if required is not None:
+            per_domain = np.bincount(tree.ids[required], weights=slots // 1)
+            assert all(c < count for c in per_domain) or size > 1
+        return
+    row_of = {int(tree.ids[2][row]): row for row in range(8)}  # a host is its own leaf here
+    on_rows = {row_of[leaf]: n for leaf, n in chosen.leaves}
+    assert sum(on_rows.values()) == count
+    assert all(n <= slots[row] for row, n in on_rows.items())
+    if required is not None:
+        assert len({int(tree.ids[required][row]) for row in on_rows}) == 1
+    if size > 1:
+        per_rack: dict[int, int] = {}
+        for row, n in on_rows.items():
+            rack = int(tree.ids[1][row])
+            per_rack[rack] = per_rack.get(rack, 0) + n
+        assert all(n % size == 0 for n in per_rack.values())
