@@ -12,6 +12,13 @@ import html
 from gang.bench.runner import BenchResult
 
 
+def _verdict(result: BenchResult) -> str:
+    """``ok`` only when the invariants hold and every pod that fits was bound."""
+    if not result.invariants_hold:
+        return "VIOLATED"
+    return "SHORT" if result.shortfall else "ok"
+
+
 def table(results: list[BenchResult]) -> str:
     head = (
         f"{'nodes':>6} {'pods':>7} {'bound':>7} {'pods/s':>8} {'gangs/s':>8} {'full p50':>9} "
@@ -24,7 +31,7 @@ def table(results: list[BenchResult]) -> str:
             f"{r.gangs_per_second:>8.1f} {r.time_to_full_gang_p50:>8.2f}s {r.time_to_full_gang_p95:>6.2f}s "
             f"{r.time_to_full_gang_p99:>6.2f}s {r.cpu_seconds_per_1000_pods:>9.2f} "
             f"{r.binding_cpu_seconds_per_1000_pods:>8.2f} "
-            f"{r.scheduler_peak_rss_mb:>7.0f}  {'ok' if r.invariants_hold else 'VIOLATED'}"
+            f"{r.scheduler_peak_rss_mb:>7.0f}  {_verdict(r)}"
             + (
                 ""
                 if r.invariants_hold
@@ -42,6 +49,11 @@ def table(results: list[BenchResult]) -> str:
                 f"decisions, in flight: {levels}); gang: {r.percent_of_ceiling:.0f}% of it"
                 + (f"; API latency model: {r.api_latency}" if r.api_latency else "")
             )
+            if r.ceiling_cpu_us_per_pod:
+                lines.append(
+                    f"  CPU per bound pod: gang {r.binding_cpu_seconds_per_1000_pods * 1000:.0f} µs "
+                    f"(first to last binding), the ceiling's binder {r.ceiling_cpu_us_per_pod:.0f} µs"
+                )
         if r.preemptor_members:
             lines.append(
                 f"  preemption: a {r.preemptor_members}-member gang at a higher priority: "
@@ -114,6 +126,7 @@ def html_report(result: BenchResult, title: str = "gang bench") -> str:
                 f"{result.binding_cpu_seconds_per_1000_pods:.2f}",
             ),
             ("scheduler peak RSS", f"{result.scheduler_peak_rss_mb:.0f} MB"),
+            ("bound", result.shortfall or "every pod that fits"),
             (
                 "invariants",
                 "hold"

@@ -27,7 +27,7 @@ import socket
 import sys
 import tempfile
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 import psutil
 
+from gang.bench.ceiling import assign
 from gang.bench.cluster import NODE_SELECTOR, BenchCluster, BenchClusterError
 from gang.bench.invariants import free_capacity, overcommitted, parse_pods
 from gang.bench.workload import (
@@ -94,6 +95,8 @@ class BenchResult:
     #: the same pods bound by a binder that knows the answer, in the same sitting
     #: (gang.bench.ceiling): its best rate, at how many bindings in flight, every segment
     ceiling_pods_per_second: float = 0.0
+    #: the ceiling binder's CPU microseconds per binding (gang's own: its binding CPU per pod)
+    ceiling_cpu_us_per_pod: float = 0.0
     ceiling_concurrency: int = 0
     ceiling_segments: list[dict[str, float]] = field(default_factory=list)
     #: the simulator's API latency model ("" against a real cluster)
@@ -101,6 +104,13 @@ class BenchResult:
     #: seconds since the first binding → pods bound by then (for the chart)
     timeline: list[tuple[float, int]] = field(default_factory=list)
     full_gang_seconds: list[float] = field(default_factory=list)
+    #: pods that should have been bound: all of them when a first-fit binder places every one
+    #: on the benchmark's nodes; None when the workload is larger than the cluster
+    pods_expected: int | None = None
+    #: why fewer were bound than should have been ("" when none were missing), and the tail of
+    #: the scheduler's log then
+    shortfall: str = ""
+    log_tail: str = ""
 
     @property
     def percent_of_ceiling(self) -> float | None:
@@ -333,7 +343,11 @@ class Driver:
                 self.cluster = BenchCluster(client, self._say)
                 try:
                     with cancel_on_sigterm():
-                        return await self._run(client, kubeconfig)
+                        result = await self._run(client, kubeconfig)
+                    if result.shortfall:
+                        log.flush()
+                        result.log_tail = _tail(log_path)
+                    return result
                 finally:
                     if self.kubeconfig is not None:
                         # the scheduler first, then what the run created (a simulator ends
@@ -452,6 +466,8 @@ class Driver:
             return
         body = orjson.loads(out)
         result.ceiling_pods_per_second = float(body["pods_per_second"])
+        if body.get("pods"):
+            result.ceiling_cpu_us_per_pod = float(body["cpu_seconds"]) / body["pods"] * 1e6
         result.ceiling_concurrency = int(body["best_concurrency"])
         result.ceiling_segments = [
             {
@@ -620,6 +636,32 @@ class Driver:
             result.cpu_seconds_per_1000_pods = (
                 result.scheduler_cpu_seconds / result.pods_bound * 1000
             )
+        _, unplaced = assign(nodes, raw)
+        result.pods_expected = len(raw) if unplaced == 0 else None
+        if result.pods_expected is not None and result.pods_bound < result.pods_expected:
+            result.shortfall = (
+                f"bound {result.pods_bound} of {result.pods_expected} pods, though every one "
+                "fits the benchmark's nodes" + await _why_pending(core)
+            )
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    """The last lines of the children's log (the scheduler's and the simulator's)."""
+    text = path.read_bytes()[-16_384:].decode("utf-8", "replace")
+    return "\n".join(text.splitlines()[-lines:])
+
+
+async def _why_pending(core: Any) -> str:
+    """The scheduler's most frequent FailedScheduling messages in the benchmark's namespace."""
+    events = (await (await core.list_namespaced_event(NAMESPACE, _preload_content=False)).json())[
+        "items"
+    ]
+    said = Counter(e.get("message", "") for e in events if e.get("reason") == "FailedScheduling")
+    if not said:
+        return "; the scheduler gave no reason (no FailedScheduling Event)"
+    return "; the scheduler says: " + " | ".join(
+        f"{message} ({count}x)" for message, count in said.most_common(3)
+    )
 
 
 async def metrics_text(port: int) -> str:

@@ -27,11 +27,16 @@ HOSTNAME: Final = "kubernetes.io/hostname"
 ZONE: Final = "topology.kubernetes.io/zone"
 
 
+#: the benchmark's default node: 8 GPUs, as the default workload's 1-GPU pods expect
+DEFAULT_NODE_SHAPE: Final = "gpu=8,cpu=64,memory=512Gi,zones=8"
+
+
 class BenchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    #: node pools, the simulator's short spec (see gang/sim/nodespec.py)
-    nodes: str = "5000:gpu=8,cpu=64,memory=512Gi,zones=8"
+    #: node pools, the simulator's short spec (see gang/sim/nodespec.py); a bare count is that
+    #: many nodes of the default shape (a node without GPUs fits none of the GPU pods)
+    nodes: str = f"5000:{DEFAULT_NODE_SHAPE}"
     #: total pods to create, in gangs of min_gang..max_gang members
     pods: int = Field(default=20_000, ge=1)
     min_gang: int = Field(default=4, ge=1)
@@ -65,6 +70,11 @@ class BenchConfig(BaseModel):
     #: the simulator's API latency model (``gang sim serve --api-latency``): "none", "real",
     #: or knobs such as "workers=16,service=17ms"; ignored against a real cluster
     api_latency: str = "none"
+
+    @field_validator("nodes")
+    @classmethod
+    def _shaped(cls, value: str) -> str:
+        return f"{value.strip()}:{DEFAULT_NODE_SHAPE}" if value.strip().isdigit() else value
 
     @field_validator("ceiling_levels")
     @classmethod

@@ -64,7 +64,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--api-latency",
         metavar="SPEC",
         help="the simulator's API latency model (gang sim serve --api-latency): none "
-        "(default), real (calibrated on a real kube-apiserver), or knobs",
+        "(default), real (calibrated on a real kube-apiserver on 2 cores), many-core (on 16 "
+        "cores), or knobs",
     )
     bench.add_argument(
         "--ceiling",
@@ -133,7 +134,7 @@ def command(args: argparse.Namespace) -> int:
     import yaml
     from pydantic import ValidationError
 
-    from gang.bench.workload import BenchConfig
+    from gang.bench.workload import DEFAULT_NODE_SHAPE, BenchConfig
 
     if args.from_snapshot is not None:
         return asyncio.run(_capacity_plan(args))
@@ -149,7 +150,9 @@ def command(args: argparse.Namespace) -> int:
         from gang.bench.placement import placement_ms
 
         sizes = (args.gang_sizes or "64-64").split("-")
-        nodes = args.nodes or "5000:gpu=8,cpu=64,memory=512Gi,zones=8"
+        nodes = args.nodes or f"5000:{DEFAULT_NODE_SHAPE}"
+        if nodes.strip().isdigit():
+            nodes = f"{nodes.strip()}:{DEFAULT_NODE_SHAPE}"
         rules = args.rules.split(",") if args.rules else []
         if args.topology:
             from gang.bench.placement import topology_ask
@@ -232,7 +235,12 @@ def command(args: argparse.Namespace) -> int:
         args.out.write_bytes(b"[" + b",".join(result_json(r) for r in results) + b"]\n")
     if args.html:
         args.html.write_text(html_report(results[-1]))
-    return 0 if all(r.invariants_hold for r in results) else 1
+    for result in results:
+        if result.shortfall:  # a run that binds less than it should is no result
+            print(f"gang bench: FAILED: {result.shortfall}", file=sys.stderr)
+            if result.log_tail:
+                print("the scheduler's log, last lines:\n" + result.log_tail, file=sys.stderr)
+    return 0 if all(r.invariants_hold and not r.shortfall for r in results) else 1
 
 
 def _levels(spec: str | None) -> list[int] | None:

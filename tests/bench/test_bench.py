@@ -109,6 +109,9 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     )
     assert result.percent_of_ceiling is not None and result.percent_of_ceiling > 0
     assert "ceiling:" in table([result]) and body["ceiling_pods_per_second"] > 0
+    # what a binding costs a binder that decides nothing, beside what it costs gang
+    assert 0 < result.ceiling_cpu_us_per_pod < result.binding_cpu_seconds_per_1000_pods * 1000
+    assert "CPU per bound pod: gang" in table([result])
 
 
 def test_bench_with_the_api_latency_model_measures_the_ceiling_on_the_same_server() -> None:
@@ -202,3 +205,42 @@ def test_the_readme_benchmark_configs_parse() -> None:
     for path in (root / "examples" / "bench").glob("*.yaml"):
         config = BenchConfig.model_validate(yaml.safe_load(path.read_text()))
         assert config.pods >= 1, path
+
+
+def test_a_bare_node_count_means_the_default_node() -> None:
+    """``--nodes 500`` as a new user writes it: 500 nodes with the GPUs the workload's pods ask
+    for (a node without any fits none of them, and every run bound 0 pods)."""
+    assert BenchConfig(nodes="500").nodes == "500:gpu=8,cpu=64,memory=512Gi,zones=8"
+    assert BenchConfig(nodes="3:gpu=2").nodes == "3:gpu=2"
+
+
+def test_a_run_that_binds_less_than_fits_fails_loudly(tmp_path: Path) -> None:
+    """Every pod fits the nodes' resources, but a taint no pod tolerates keeps them all off:
+    the run is SHORT, not ok, says the scheduler's reason, and ``gang bench`` exits non-zero
+    with the scheduler's log tail."""
+    config = BenchConfig(
+        nodes="2:gpu=8,cpu=64,memory=512Gi,taint:dedicated=infra:NoSchedule",
+        pods=8,
+        min_gang=4,
+        max_gang=4,
+        timeout_seconds=6,
+        ceiling_levels=[],
+    )
+    result = run_bench(config, progress=False)
+    assert result.pods_bound == 0 and result.pods_expected == 8
+    assert "bound 0 of 8 pods" in result.shortfall
+    assert "untolerated taint" in result.shortfall  # the scheduler's own words, from its Events
+    assert "SHORT" in table([result]) and " ok" not in table([result])
+    settings = tmp_path / "short.yaml"
+    settings.write_text("timeout_seconds: 6\n")
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "gang", "bench", "--config", str(settings), "--nodes",
+            "2:gpu=8,taint:dedicated=infra:NoSchedule", "--pods", "8", "--gang-sizes", "4-4",
+            "--ceiling", "none", "--quiet",
+        ],
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "gang bench: FAILED: bound 0 of 8 pods" in proc.stderr
+    assert "SHORT" in proc.stdout

@@ -22,6 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from gang.sim.cluster import SimCluster
 from gang.sim.latency import (
     CALIBRATION,
+    MANY_CORE_CALIBRATION,
     REAL_MAX_INFLIGHT,
     REAL_NETWORK_SECONDS,
     REAL_SERVICE_SECONDS,
@@ -141,6 +142,15 @@ def test_real_profile_reproduces_the_measured_apiserver() -> None:
     for clients, measured in CALIBRATION:
         assert expected_throughput(real, clients) == pytest.approx(measured, rel=0.03)
     assert dict(CALIBRATION) == {64: 714.0, 128: 909.0}
+
+
+def test_many_core_profile_reproduces_the_16_core_apiserver() -> None:
+    many = parse_latency("many-core")
+    assert many is not None and many.max_inflight == ApiLatency().max_inflight
+    for clients, measured in MANY_CORE_CALIBRATION:
+        assert expected_throughput(many, clients) == pytest.approx(measured, rel=0.02)
+    # the ratio a benchmark tracks: many cores serve about 4.7x the 2-core server's writes
+    assert expected_throughput(many, 256) / expected_throughput(ApiLatency(), 256) > 4
 
 
 @pytest.mark.parametrize(("workers", "service"), [(1, 0.05), (4, 0.01), (16, 0.0175)])
