@@ -39,7 +39,7 @@ from gang.models.podgroup import (
 from gang.models.quantity import parse_quantity
 from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import Settings
-from gang.models.topologyapis import HYPERNODE_API, TOPOLOGY_APIS
+from gang.models.topologyapis import TOPOLOGY_APIS
 from gang.scheduling.gang import Gang, GangKey
 from gang.state.podinfo import parse_pod
 
@@ -111,9 +111,8 @@ CLUSTER_PERMISSIONS = {
     # every queue API's queues are watched, and their status written
     *((api.group, api.plural, verb) for api in QUEUE_APIS for verb in ("get", "list", "watch")),
     *((api.group, f"{api.plural}/status", "patch") for api in QUEUE_APIS),
-    # Kueue's and KAI's Topology objects are watched (gang writes nothing to them)
+    # Kueue's and KAI's Topology objects and Volcano's HyperNodes are watched (gang writes nothing)
     *((api.group, api.plural, verb) for api in TOPOLOGY_APIS for verb in ("get", "list", "watch")),
-    *((HYPERNODE_API[0], HYPERNODE_API[2], verb) for verb in ("get", "list", "watch")),
 }
 LEASE_PERMISSIONS = {
     ("coordination.k8s.io", "leases", "get"),

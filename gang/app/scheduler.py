@@ -44,7 +44,7 @@ from gang.kube.transport import (
 from gang.models.groupapis import COSCHEDULING, GROUP_APIS, NATIVE, WORKLOAD, GroupApi
 from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import SchedulerConfig
-from gang.models.topologyapis import HYPERNODE_API, TOPOLOGY_APIS
+from gang.models.topologyapis import TOPOLOGY_APIS
 from gang.queue.gangqueue import GangQueue
 from gang.scheduling.cycle import Cycle
 from gang.scheduling.framework import PluginContext
@@ -207,8 +207,9 @@ class GangScheduler:
             self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
 
     async def _watch_topology_apis(self) -> None:
-        """Discovery: watch Kueue's and KAI's ``Topology`` objects where served (the first
-        version gang understands). A gang asking for a level no topology has waits, saying so."""
+        """Discovery: watch Kueue's and KAI's ``Topology`` objects and Volcano's HyperNodes
+        where served (the first version gang understands). A gang asking for a level no
+        topology has waits, saying so."""
         cfg = self.config
         for api in TOPOLOGY_APIS:
             for version in api.versions:
@@ -223,17 +224,6 @@ class GangScheduler:
                     )
                     self.informers.insert(len(self.informers) - 1, informer)
                     break
-        group, version, plural = HYPERNODE_API
-        if await self.kube.serves(group, version, plural):
-            log.info("watching %s.%s %s", plural, group, version)
-            informer = Informer(
-                self.kube,
-                Kind(f"{plural}.{group}", group, version, plural),
-                self.state.hypernodes,
-                resync_period=cfg.resync_period_seconds,
-                watch_timeout=cfg.watch_timeout_seconds,
-            )
-            self.informers.insert(len(self.informers) - 1, informer)
 
     def pending_by_queue(self) -> dict[str, int]:
         """Per queue, its gangs with members waiting for placement."""

@@ -5,9 +5,9 @@ cluster; ``gang sim serve --from-snapshot`` and ``gang bench --from-snapshot`` r
 cluster's shape for capacity planning. All of them start from the same file: the objects
 placement reads — namespaces (their labels feed namespaceSelectors), PriorityClasses, nodes,
 PodDisruptionBudgets, every gang API's group objects, every queue API's queues and every
-topology API's topologies (Volcano's HyperNodes too) the server serves, and every pod that is not finished — as the API
-server returned them, minus what only the server may write again (``managedFields``,
-``resourceVersion``, ``uid``).
+topology API's objects (Volcano's HyperNodes too) the server serves, and every pod that is not
+finished — as the API server returned them, minus what only the server may write again
+(``managedFields``, ``resourceVersion``, ``uid``).
 
 ``anonymise`` renames namespaces, nodes, pods and groups (consistently: a pod's ``nodeName``
 and group claim follow its node's and group's new names) and drops what identifies a workload
@@ -31,7 +31,7 @@ from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import POD_GROUP_LABEL
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, VOLCANO_DEFAULT_QUEUE
 from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
-from gang.models.topologyapis import HYPERNODE_API, TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
+from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
 Obj = dict[str, Any]
@@ -79,12 +79,8 @@ async def take(kube: Kube) -> Obj:
         for version in topologies.versions:
             if await kube.serves(topologies.group, version, topologies.plural):
                 kind = Kind(topologies.plural, topologies.group, version, topologies.plural)
-                items += [_typed(kind, o, "Topology") for o in (await kube.list(kind))[0]]
+                items += [_typed(kind, o, topologies.kind) for o in (await kube.list(kind))[0]]
                 break
-    group, version, plural = HYPERNODE_API
-    if await kube.serves(group, version, plural):
-        kind = Kind(plural, group, version, plural)
-        items += [_typed(kind, o, "HyperNode") for o in (await kube.list(kind))[0]]
     pods = (await kube.list(PODS))[0]
     items += [_typed(PODS, p) for p in pods if _unfinished(p)]
     return {

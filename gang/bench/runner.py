@@ -39,6 +39,7 @@ import psutil
 from gang.bench.ceiling import assign
 from gang.bench.cluster import NODE_SELECTOR, BenchCluster, BenchClusterError
 from gang.bench.invariants import free_capacity, overcommitted, parse_pods
+from gang.bench.supervisor import log_tail
 from gang.bench.workload import (
     NAMESPACE,
     PREEMPTOR,
@@ -346,7 +347,7 @@ class Driver:
                         result = await self._run(client, kubeconfig)
                     if result.shortfall:
                         log.flush()
-                        result.log_tail = _tail(log_path)
+                        result.log_tail = log_tail(log_path, 40)
                     return result
                 finally:
                     if self.kubeconfig is not None:
@@ -643,12 +644,6 @@ class Driver:
                 f"bound {result.pods_bound} of {result.pods_expected} pods, though every one "
                 "fits the benchmark's nodes" + await _why_pending(core)
             )
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    """The last lines of the children's log (the scheduler's and the simulator's)."""
-    text = path.read_bytes()[-16_384:].decode("utf-8", "replace")
-    return "\n".join(text.splitlines()[-lines:])
 
 
 async def _why_pending(core: Any) -> str:

@@ -127,8 +127,11 @@ class SchedulerProcess:
         return proc.returncode if proc is not None else None
 
     def log_tail(self, lines: int = 20) -> str:
-        if self.log_path is None:
-            return ""
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
+        return "" if self.log_path is None else log_tail(self.log_path, lines)
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a process log ("" if it cannot be read)."""
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return ""

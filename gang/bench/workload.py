@@ -31,6 +31,11 @@ ZONE: Final = "topology.kubernetes.io/zone"
 DEFAULT_NODE_SHAPE: Final = "gpu=8,cpu=64,memory=512Gi,zones=8"
 
 
+def shaped(nodes: str) -> str:
+    """A node spec with a bare count (``500``) made that many nodes of the default shape."""
+    return f"{nodes.strip()}:{DEFAULT_NODE_SHAPE}" if nodes.strip().isdigit() else nodes
+
+
 class BenchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -74,7 +79,7 @@ class BenchConfig(BaseModel):
     @field_validator("nodes")
     @classmethod
     def _shaped(cls, value: str) -> str:
-        return f"{value.strip()}:{DEFAULT_NODE_SHAPE}" if value.strip().isdigit() else value
+        return shaped(value)
 
     @field_validator("ceiling_levels")
     @classmethod

@@ -134,7 +134,7 @@ def command(args: argparse.Namespace) -> int:
     import yaml
     from pydantic import ValidationError
 
-    from gang.bench.workload import DEFAULT_NODE_SHAPE, BenchConfig
+    from gang.bench.workload import BenchConfig, shaped
 
     if args.from_snapshot is not None:
         return asyncio.run(_capacity_plan(args))
@@ -150,9 +150,7 @@ def command(args: argparse.Namespace) -> int:
         from gang.bench.placement import placement_ms
 
         sizes = (args.gang_sizes or "64-64").split("-")
-        nodes = args.nodes or f"5000:{DEFAULT_NODE_SHAPE}"
-        if nodes.strip().isdigit():
-            nodes = f"{nodes.strip()}:{DEFAULT_NODE_SHAPE}"
+        nodes = shaped(args.nodes or "5000")
         rules = args.rules.split(",") if args.rules else []
         if args.topology:
             from gang.bench.placement import topology_ask

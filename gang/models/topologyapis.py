@@ -532,17 +532,18 @@ def _coarsest_within(
 
 @dataclass(frozen=True, slots=True)
 class TopologyApi:
-    """One Topology API: where its objects live; gang watches the first version served."""
+    """One topology API: where its objects live; gang watches the first version served."""
 
     name: str
     group: str
     versions: tuple[str, ...]
     plural: str = "topologies"
+    kind: str = "Topology"
 
 
 TOPOLOGY_APIS: tuple[TopologyApi, ...] = (
     TopologyApi(KUEUE_TOPOLOGY, "kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1")),
     TopologyApi(KAI_TOPOLOGY, "kai.scheduler", ("v1alpha1",)),
+    #: Volcano's HyperNodes: each object one node of the tree, together one topology
+    TopologyApi(VOLCANO_TOPOLOGY, "topology.volcano.sh", ("v1alpha1",), "hypernodes", "HyperNode"),
 )
-#: Volcano's HyperNodes: (group, version, plural)
-HYPERNODE_API = ("topology.volcano.sh", "v1alpha1", "hypernodes")

@@ -344,12 +344,13 @@ class Placer:
         extra members may use (the required domain; None: anywhere)."""
         tree = snap.domains.tree(topology.levels)
         count = len(needed)
-        within = self._anchor_domain(snap, tree, anchors, topology)
+        anchor_rows = [self._row_of[n] for n in anchors if n in self._row_of]
+        within = _anchor_domain(tree, anchor_rows, topology)
         if isinstance(within, Unplaceable):
             return within
         held: dict[int, int] = {}
         if topology.slice_level is not None:  # slices the placed members began
-            for row in (self._row_of[n] for n in anchors if n in self._row_of):
+            for row in anchor_rows:
                 domain = int(tree.ids[topology.slice_level][row])
                 held[domain] = held.get(domain, 0) + 1
         leader, workers = _leader_of(needed, vectors)
@@ -372,7 +373,7 @@ class Placer:
             slots = self._slots(snap, needed[0], vectors[needed[0].key], count)
             chosen = choose(tree, slots, count, topology, within, held)
         if not isinstance(chosen, Chosen):
-            message = chosen.message + _unlabelled_note(tree, topology)
+            message = chosen.message + _unlabelled_note(tree)
             return Unplaceable(message, min(chosen.fits * chosen.unit, count), count)
         failure: Unplaceable | None = None
         for parts in _parts(tree, topology, chosen, needed, leader, leader_leaf):
@@ -422,38 +423,6 @@ class Placer:
             failure.member,
             failure.reasons,
         )
-
-    def _anchor_domain(
-        self,
-        snap: Snapshot,
-        tree: DomainTree,
-        anchors: Sequence[str],
-        topology: TopologyConstraint,
-    ) -> int | Unplaceable | None:
-        """The required-level domain the gang's placed members hold it to; None if none."""
-        if topology.required is None:
-            return None
-        ids = tree.ids[topology.required]
-        rows = [self._row_of[n] for n in anchors if n in self._row_of]
-        if not rows:
-            return None
-        held = {int(ids[row]) for row in rows}
-        name = level_name(tree.levels[topology.required])
-        if -1 in held:
-            return Unplaceable(
-                f"required {name}: members already run on nodes without the label "
-                f"{tree.levels[topology.required]}",
-                0,
-                0,
-            )
-        if len(held) > 1:
-            return Unplaceable(
-                f"required {name}: members already run in {len(held)} {name}s "
-                f"({', '.join(sorted('/'.join(tree.values[topology.required][d]) for d in held))})",
-                0,
-                0,
-            )
-        return held.pop()
 
     def _slots(
         self,
@@ -820,6 +789,33 @@ class Placer:
         return reasons
 
 
+def _anchor_domain(
+    tree: DomainTree, rows: Sequence[int], topology: TopologyConstraint
+) -> int | Unplaceable | None:
+    """The required-level domain the gang's placed members (on ``rows``) hold it to; None if
+    it has no required level or no placed member."""
+    if topology.required is None or not rows:
+        return None
+    ids = tree.ids[topology.required]
+    held = {int(ids[row]) for row in rows}
+    name = level_name(tree.levels[topology.required])
+    if -1 in held:
+        return Unplaceable(
+            f"required {name}: members already run on nodes without the label "
+            f"{tree.levels[topology.required]}",
+            0,
+            0,
+        )
+    if len(held) > 1:
+        return Unplaceable(
+            f"required {name}: members already run in {len(held)} {name}s "
+            f"({', '.join(sorted('/'.join(tree.values[topology.required][d]) for d in held))})",
+            0,
+            0,
+        )
+    return held.pop()
+
+
 def _spend(quota: _Quota | None, row: int, previous: _Previous) -> None:
     """Count a member placed on ``row`` against its domain's quota; once the domain is full,
     none of its rows is a candidate for the members after it."""
@@ -835,15 +831,9 @@ def _quota_of(tree: DomainTree, level: int, counts: Sequence[tuple[int, int]]) -
     left = np.zeros(tree.size(level), dtype=np.int64)
     for domain, n in counts:
         left[domain] += n
-    domain_of = np.where(tree.ids[level] >= 0, tree.ids[level], -1)
-    domain_of = np.where((domain_of >= 0) & (left[np.maximum(domain_of, 0)] > 0), domain_of, -1)
+    ids = tree.ids[level]  # -1 outside the tree
+    domain_of = np.where((ids >= 0) & (left[np.maximum(ids, 0)] > 0), ids, -1)
     return _Quota(domain_of, left)
-
-
-def _ancestor(tree: DomainTree, level: int, up_to: int, domain: int) -> int:
-    for up in range(level, up_to, -1):
-        domain = int(tree.parent[up][domain])
-    return domain
 
 
 def _roll_up(
@@ -851,9 +841,10 @@ def _roll_up(
 ) -> list[tuple[int, int]]:
     """Counts per domain of ``level``, summed into their ancestors at ``up_to``, in label-value
     order."""
+    ancestors = tree.ancestors(level, up_to)
     rolled: dict[int, int] = {}
     for domain, n in counts:
-        top = _ancestor(tree, level, up_to, domain)
+        top = int(ancestors[domain])
         rolled[top] = rolled.get(top, 0) + n
     return sorted(rolled.items(), key=lambda dn: tree.values[up_to][dn[0]])
 
@@ -884,7 +875,9 @@ def _parts(
         loose_level = topology.slice_level if topology.slice_level is not None else chosen.level
         loose_first = (
             [leader],
-            _quota_of(tree, loose_level, [(_ancestor(tree, last, loose_level, leader_leaf), 1)]),
+            _quota_of(
+                tree, loose_level, [(int(tree.ancestors(last, loose_level)[leader_leaf]), 1)]
+            ),
         )
         plans = _parts(tree, topology, chosen, others)
         return [[first if i == 0 else loose_first, *plan] for i, plan in enumerate(plans)]
@@ -901,6 +894,7 @@ def _parts(
         needed,
         key=lambda pod: (tuple(_natural(pod.labels.get(k, "")) for k in labels), member_rank(pod)),
     )
+    slice_of = tree.ancestors(last, level)
     tight: list[Part] = []
     loose_parts: list[Part] = []
     start = 0
@@ -909,9 +903,7 @@ def _parts(
         start += n
         if not pods:
             break
-        leaves = [
-            (leaf, k) for leaf, k in chosen.leaves if _ancestor(tree, last, level, leaf) == domain
-        ]
+        leaves = [(leaf, k) for leaf, k in chosen.leaves if slice_of[leaf] == domain]
         tight.append((pods, _quota_of(tree, last, leaves)))
         loose_parts.append((pods, _quota_of(tree, level, [(domain, n)])))
     return [tight, loose_parts] if level != last else [tight]
@@ -960,7 +952,7 @@ def _natural(text: str) -> tuple[tuple[bool, int | str], ...]:
     return tuple((p.isdigit(), int(p) if p.isdigit() else p) for p in _DIGITS.split(text) if p)
 
 
-def _unlabelled_note(tree: DomainTree, topology: TopologyConstraint) -> str:
+def _unlabelled_note(tree: DomainTree) -> str:
     """Nodes outside the tree for lack of a level's label: said, not guessed."""
     missing = {key: n for key, n in tree.unlabelled.items() if n}
     if not missing:

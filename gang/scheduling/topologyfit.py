@@ -191,9 +191,7 @@ def _complete_slices(
     size = constraint.slice_size
     name = level_name(tree.levels[slice_level])
     taken: list[tuple[int, int]] = []
-    ancestor = np.arange(tree.size(last), dtype=np.int64)
-    for up in range(last, slice_level, -1):
-        ancestor = tree.parent[up][ancestor]
+    ancestor = tree.ancestors(last, slice_level)
     for domain, n in sorted(held.items()):
         short = min((-n) % size, count)
         if short == 0:
@@ -241,15 +239,9 @@ def _candidates(tree: DomainTree, level: int, required: int | None, within: int 
     domains = np.arange(tree.size(level), dtype=np.int64)
     if within is None or required is None:
         return domains
-    ancestor = domains
-    for up in range(level, required, -1):
-        ancestor = tree.parent[up][ancestor]
     if level < required:  # coarser than the required level: only within's ancestor
-        mine = within
-        for up in range(required, level, -1):
-            mine = int(tree.parent[up][mine])
-        return np.array([mine], dtype=np.int64)
-    result: Ids = domains[ancestor == within]
+        return tree.ancestors(required, level)[[within]]
+    result: Ids = domains[tree.ancestors(level, required) == within]
     return result
 
 
@@ -259,7 +251,7 @@ def _children(tree: DomainTree, level: int, parents: Sequence[int]) -> Ids:
 
 
 def _sorted(
-    tree: DomainTree, counts: _Counts, level: int, domains: Ids, least_free: bool
+    tree: DomainTree, counts: _Counts | _LeaderCounts, level: int, domains: Ids, least_free: bool
 ) -> list[int]:
     """Most slices first (best fit) or fewest (least free capacity), then fewer member
     slots, then label values: the order every choice walks."""
@@ -413,7 +405,7 @@ def choose_with_leader(
     assigned = _consume(counts, at, chosen, need, 1, least_free, slices=True)
     while at < min(last, slice_level):
         pool = _children(tree, at + 1, [d for d, _, _ in assigned])
-        order = _sorted_by(tree, counts.slices, counts.pods, at + 1, pool, least_free)
+        order = _sorted(tree, counts, at + 1, pool, least_free)
         total = sum(n for _, n, _ in assigned)
         assigned = _consume(counts, at + 1, order, total, 1, least_free, slices=True)
         at += 1
@@ -422,7 +414,7 @@ def choose_with_leader(
         below: list[tuple[int, int, int]] = []
         for domain, n, lead in members:
             pool = _children(tree, at + 1, [domain])
-            order = _sorted_by(tree, counts.slices, counts.pods, at + 1, pool, least_free)
+            order = _sorted(tree, counts, at + 1, pool, least_free)
             below += _consume(counts, at + 1, order, n, lead, least_free, slices=False)
         members = below
         at += 1
@@ -499,26 +491,9 @@ def _leader_sorted(
     )
 
 
-def _sorted_by(
-    tree: DomainTree, slices: list[Ids], pods: list[Ids], level: int, domains: Ids, least_free: bool
-) -> list[int]:
-    sign = 1 if least_free else -1
-    cap, room, values = slices[level], pods[level], tree.values[level]
-    return sorted(
-        (int(d) for d in domains), key=lambda d: (sign * int(cap[d]), int(room[d]), values[d])
-    )
-
-
-def _tightest_with_leader(counts: _LeaderCounts, level: int, order: list[int], need: int) -> int:
-    """The first domain holding the leader with the fewest slices beside it that hold ``need``."""
-    best, best_cap = order[0], None
-    for d in order:
-        if counts.lead[level][d] < 1:
-            continue
-        c = int(counts.slices_beside[level][d])
-        if c >= need and (best_cap is None or c < best_cap):
-            best, best_cap = d, c
-    return best
+def _holding_leader(order: list[int], lead: Ids, leaders: int = 1) -> list[int]:
+    """The domains of ``order`` that hold the leader (best fit among them only)."""
+    return [d for d in order if lead[d] >= leaders]
 
 
 def _one_with_leader(
@@ -529,7 +504,7 @@ def _one_with_leader(
         return next((d for d in order if lead[d] >= 1 and beside[d] >= need), None)
     top = order[0]
     if lead[top] >= 1 and beside[top] >= need:
-        return _tightest_with_leader(counts, level, order, need)
+        return _tightest(_holding_leader(order, lead), beside, need)
     return None
 
 
@@ -551,15 +526,13 @@ def _spread_with_leader(
     if index < len(order) and lead[order[index]] > 0:
         domain = order[index]
         if not least_free and beside[domain] >= left:
-            domain = _tightest_with_leader(counts, level, order[index:], left)
+            domain = _tightest(_holding_leader(order[index:], lead), beside, left)
         taken.append(domain)
         left -= int(beside[domain])
         index += 1
     else:
         return 0
-    rest = _sorted_by(
-        tree, counts.slices, counts.pods, level, np.array(order[index:], dtype=np.int64), least_free
-    )
+    rest = _sorted(tree, counts, level, np.array(order[index:], dtype=np.int64), least_free)
     for i, domain in enumerate(rest):
         if left <= 0:
             break
@@ -607,12 +580,7 @@ def _consume(
             break
         if leader_left > 0:
             if not least_free and cap_beside[domain] >= left and lead[domain] >= leader_left:
-                candidates = [d for d in order[i:] if lead[d] >= leader_left]
-                best = min(
-                    (d for d in candidates if cap_beside[d] >= left),
-                    key=lambda d: (int(cap_beside[d]), candidates.index(d)),
-                )
-                domain = best
+                domain = _tightest(_holding_leader(order[i:], lead, leader_left), cap_beside, left)
             here = min(int(cap_beside[domain]), left)
             leader_here = min(int(lead[domain]), leader_left)
             taken.append((domain, here, leader_here))

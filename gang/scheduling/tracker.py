@@ -26,7 +26,12 @@ from typing import Any, Protocol
 from gang.models.groupapis import GROUP_APIS, WORKLOAD, GroupApi, for_replica
 from gang.models.podgroup import PodGroupInfo
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, QueueApi, QueueSpec
-from gang.models.topologyapis import TOPOLOGY_APIS, TopologyApi, parse_topology
+from gang.models.topologyapis import (
+    TOPOLOGY_APIS,
+    VOLCANO_TOPOLOGY,
+    TopologyApi,
+    parse_topology,
+)
 from gang.queue.gangqueue import GangQueue
 from gang.queue.tree import QueueTree
 from gang.scheduling.framework import PluginError, QueueSortPlugin, StaticFilterPlugin, call
@@ -114,9 +119,16 @@ class ClusterState:
         self.queue_objects = {api.name: self._queue_handler(api) for api in QUEUE_APIS}
         #: topologies (settings, Kueue's and KAI's Topology objects) gangs ask levels of
         self.topologies = topologies or TopologyBook()
-        self.topology_objects = {api.name: self._topology_handler(api) for api in TOPOLOGY_APIS}
+        #: per topology API: its objects (Volcano's HyperNodes make one topology together)
+        self.topology_objects = {
+            api.name: (
+                _Handler(self._upsert_hypernode, self._delete_hypernode)
+                if api.name == VOLCANO_TOPOLOGY
+                else self._topology_handler(api)
+            )
+            for api in TOPOLOGY_APIS
+        }
         #: Volcano's HyperNodes, by name (their tiers are a topology's levels)
-        self.hypernodes = _Handler(self._upsert_hypernode, self._delete_hypernode)
         self._hypernodes: dict[str, HyperNode] = {}
         #: the pod groups each watched object described (a 1.35 Workload describes several)
         self._described: dict[tuple[str, str, str], list[Key]] = {}

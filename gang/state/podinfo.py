@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from gang.models.groupapis import api_of_group, workload_group
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
-from gang.models.topologyapis import TopologyAsk, asks_in_annotations
+from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TopologyAsk, asks_in_annotations
 from gang.state.podrules import (
     NO_RULES,
     PodRules,
@@ -748,9 +748,7 @@ NO_ASKS: tuple[TopologyAsk, ...] = ()
 
 
 def _topology(annotations: Any) -> tuple[TopologyAsk, ...]:
-    if not isinstance(annotations, Mapping) or not any(
-        key.startswith(("kueue.x-k8s.io/podset-", "kai.scheduler/topology")) for key in annotations
-    ):
+    if not isinstance(annotations, Mapping) or TOPOLOGY_ANNOTATIONS.isdisjoint(annotations):
         return NO_ASKS  # the common case, without building anything
     return tuple(asks_in_annotations(annotations))
 

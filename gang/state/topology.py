@@ -89,6 +89,13 @@ class DomainTree:
     def size(self, level: int) -> int:
         return len(self.values[level])
 
+    def ancestors(self, level: int, up_to: int) -> Ids:
+        """Per domain of ``level``: the domain of the coarser level ``up_to`` holding it."""
+        found: Ids = np.arange(self.size(level), dtype=np.int64)
+        for up in range(level, up_to, -1):
+            found = self.parent[up][found]
+        return found
+
 
 @dataclass(slots=True)
 class NodeDomains:
