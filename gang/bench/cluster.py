@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_PLURAL, POD_GROUP_VERSION
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
 
 Obj = dict[str, Any]
@@ -51,6 +52,9 @@ LEASE_RENEW_SECONDS = 10.0  # as a kubelet: a quarter of the lease duration
 MERGE_PATCH = "application/merge-patch+json"
 #: requests in flight while creating or deleting nodes
 CONCURRENCY = 32
+#: seconds after a namespace's deletion with no word from a namespace controller (a status
+#: condition) after which the benchmark finishes the deletion itself
+NO_NAMESPACE_CONTROLLER_AFTER = 10.0
 
 
 class BenchClusterError(RuntimeError):
@@ -225,7 +229,14 @@ class BenchCluster:
             self.priority_classes.append(name)
 
     async def delete_namespace(self, namespace: str, within: float = 300.0) -> None:
-        """Delete ``namespace`` and wait until it is gone, force-deleting its pods."""
+        """Delete ``namespace`` and wait until it is gone, force-deleting its pods.
+
+        The namespace controller (kube-controller-manager) empties a deleted namespace and then
+        removes it. On a server without one (a bare apiserver, as scheduler benchmarks run)
+        nothing would: when, ``NO_NAMESPACE_CONTROLLER_AFTER`` seconds on, no controller has
+        said anything of the namespace (no status condition), the benchmark empties it of what
+        it and the scheduler wrote there — pods, PodGroups, Events; nothing else is created in
+        a namespace where no controller runs — and finalizes it itself."""
         pods = f"/api/v1/namespaces/{namespace}/pods"
         force = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         await self._ignore_missing("DELETE", pods, force)
@@ -233,10 +244,11 @@ class BenchCluster:
             "DELETE", f"/api/v1/namespaces/{namespace}", {"propagationPolicy": "Background"}
         )
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
+        started = loop.time()
+        deadline = started + within
         while True:
             try:
-                await self.request("GET", f"/api/v1/namespaces/{namespace}")
+                current = await self.request("GET", f"/api/v1/namespaces/{namespace}")
             except ApiStatusError as err:
                 if err.status == 404:
                     return
@@ -245,9 +257,30 @@ class BenchCluster:
                 raise BenchClusterError(
                     f"namespace {namespace!r} still terminating after {within:.0f} s"
                 )
+            unattended = not (current.get("status") or {}).get("conditions")
+            if unattended and loop.time() - started > NO_NAMESPACE_CONTROLLER_AFTER:
+                self.say(f"no namespace controller answers: finishing namespace {namespace!r}")
+                await self._finish_namespace(namespace, current)
+                continue
             # the namespace controller deletes pods gracefully; none of them has a kubelet
             await self._ignore_missing("DELETE", pods, force)
             await asyncio.sleep(1.0)
+
+    async def _finish_namespace(self, namespace: str, current: dict[str, Any]) -> None:
+        """What the namespace controller would do for the benchmark's namespace: delete its
+        contents (the kinds the run writes there), then drop the ``kubernetes`` finalizer."""
+        base = f"/apis/{POD_GROUP_GROUP}/{POD_GROUP_VERSION}/namespaces/{namespace}"
+        for collection in (
+            f"/api/v1/namespaces/{namespace}/pods",
+            f"{base}/{POD_GROUP_PLURAL}",
+            f"/api/v1/namespaces/{namespace}/events",
+        ):
+            await self._ignore_missing("DELETE", collection)
+        left = (await self.request("GET", f"/api/v1/namespaces/{namespace}/pods"))["items"]
+        if left:  # (force-deleted above: only a finalizer on a pod can keep one)
+            return
+        body = {**current, "spec": {**(current.get("spec") or {}), "finalizers": []}}
+        await self._ignore_missing("PUT", f"/api/v1/namespaces/{namespace}/finalize", body)
 
     # --- nodes and their leases ----------------------------------------------------------------
 

@@ -54,6 +54,11 @@ def table(results: list[BenchResult]) -> str:
                     f"  CPU per bound pod: gang {r.binding_cpu_seconds_per_1000_pods * 1000:.0f} µs "
                     f"(first to last binding), the ceiling's binder {r.ceiling_cpu_us_per_pod:.0f} µs"
                 )
+        if r.first_binding_seconds:
+            lines.append(
+                f"  start-up: first binding {r.first_binding_seconds:.2f} s after the scheduler "
+                f"started ({r.startup_cpu_seconds:.2f} CPU s: imports, lists, first cycles)"
+            )
         if r.preemptor_members:
             lines.append(
                 f"  preemption: a {r.preemptor_members}-member gang at a higher priority: "

@@ -80,6 +80,10 @@ class BenchResult:
     #: scheduler CPU from the first to the last binding per 1,000 pods: the cost of scheduling
     #: itself, without start-up and the initial list (which grow with the nodes, not the pods)
     binding_cpu_seconds_per_1000_pods: float = 0.0
+    #: seconds from the scheduler's process start to the first binding (imports, lists, the
+    #: first cycles), and the scheduler's CPU seconds in that time
+    first_binding_seconds: float = 0.0
+    startup_cpu_seconds: float = 0.0
     scheduler_peak_rss_mb: float = 0.0
     partial_gangs: int = 0
     overcommitted_nodes: int = 0
@@ -429,6 +433,8 @@ class Driver:
             result.binding_cpu_seconds_per_1000_pods = (
                 (cpu_end - self._cpu_at_first_bind) / len(self.bound_at) * 1000
             )
+            result.first_binding_seconds = min(self.bound_at.values()) - started
+            result.startup_cpu_seconds = self._cpu_at_first_bind - cpu_start
         await self._summarize(core, result, nodes)
         if self.config.ceiling_levels:
             await self._ceiling(core, kubeconfig, result)

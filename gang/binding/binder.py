@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 
 from gang.binding.adaptive import AdaptiveLimit
 from gang.kube.transport import Kube, KubeError, backoff_delay
-from gang.scheduling.framework import SKIP, PluginError, Profile, call_async
+from gang.scheduling.framework import SKIP, PluginError, Profile, call_async, pre_bind_needed
 from gang.scheduling.gang import Gang
 from gang.scheduling.tracker import ClusterState
 
@@ -84,6 +84,8 @@ class Binder:
             return
         budget = profile.budgets.asynchronous
         for plugin in profile.pre_binds:
+            if not pre_bind_needed(plugin, gang, key):
+                continue
             await call_async(
                 plugin,
                 "PreBind",
@@ -95,9 +97,12 @@ class Binder:
                 passthrough=(KubeError,),
             )
         for binder in profile.binds:
-            result = await call_async(
-                binder, "Bind", budget, binder.bind, gang, key, node, passthrough=(KubeError,)
-            )
+            if type(binder) is DefaultBinder:  # ours, one request with its own timeout
+                result = await binder.bind(gang, key, node)
+            else:
+                result = await call_async(
+                    binder, "Bind", budget, binder.bind, gang, key, node, passthrough=(KubeError,)
+                )
             if result != SKIP:
                 return
         raise PluginError("Bind", "Bind", "every Bind plugin skipped the pod")

@@ -33,8 +33,15 @@ FitsCluster = Callable[[Mapping[str, int]], bool | None]
 
 
 def rfc3339_now() -> str:
-    """The current time as the API writes it (RFC 3339, whole seconds, UTC)."""
-    return rfc3339(time.time())
+    """The current time as the API writes it (RFC 3339, whole seconds, UTC); formatted once a
+    second (every Event carries it)."""
+    second = int(time.time())
+    if second != _formatted[0]:
+        _formatted[:] = [second, rfc3339(second)]
+    return str(_formatted[1])
+
+
+_formatted: list[int | str] = [-1, ""]
 
 
 def rfc3339(epoch: float) -> str:

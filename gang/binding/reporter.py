@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 EVENT_QUEUE_LIMIT = 10_000
 STATUS_FLUSH_SECONDS = 0.2
+#: an Event waiting to be posted: namespace, involved object, type, reason, message, when
+_Pending = tuple[str, dict[str, Any], str, str, str, str]
 
 
 async def _no_wait() -> None:
@@ -51,7 +53,7 @@ class KubeReporter:
         self.fits: FitsCluster = fits or (lambda requests: None)
         self.component = component
         self.instance = instance
-        self._events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(EVENT_QUEUE_LIMIT)
+        self._events: asyncio.Queue[_Pending] = asyncio.Queue(EVENT_QUEUE_LIMIT)
         self._dirty: dict[tuple[str, str], Gang | PodGroupInfo] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
         self._wake = asyncio.Event()
@@ -116,35 +118,39 @@ class KubeReporter:
     def _enqueue(
         self, namespace: str, involved: dict[str, Any], kind: str, reason: str, message: str
     ) -> None:
-        now = rfc3339_now()
-        event = {
+        """Queue an Event; its body is built when it is posted (Events are posted at
+        ``event_qps``, far slower than pods bind, so most of a burst's wait here)."""
+        try:
+            self._events.put_nowait((namespace, involved, kind, reason, message, rfc3339_now()))
+        except asyncio.QueueFull:
+            self.dropped_events += 1
+
+    def _event(self, pending: _Pending) -> dict[str, Any]:
+        namespace, involved, kind, reason, message, when = pending
+        return {
             "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
             "involvedObject": involved,
             "reason": reason,
             "message": message[:1024],
             "type": kind,
             "source": {"component": self.component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
+            "firstTimestamp": when,
+            "lastTimestamp": when,
             "count": 1,
             "reportingComponent": self.component,
             "reportingInstance": self.instance,
             "action": "Binding" if reason == "Scheduled" else "Scheduling",
         }
-        try:
-            self._events.put_nowait((namespace, event))
-        except asyncio.QueueFull:
-            self.dropped_events += 1
 
     async def run_events(self) -> None:
         while True:
-            namespace, event = await self._events.get()
+            pending = await self._events.get()
             await self.yield_to()
             try:
-                await self.kube.create_event(namespace, event)
+                await self.kube.create_event(pending[0], self._event(pending))
                 self.posted_events += 1
             except KubeError as err:
-                log.debug("dropping event %s: %s", event["reason"], err)
+                log.debug("dropping event %s: %s", pending[3], err)
 
     async def run_status(self) -> None:
         while True:
@@ -187,6 +193,6 @@ class KubeReporter:
         for key, item in dirty.items():
             await self._write(key, item)
         while not self._events.empty() and time.monotonic() < deadline:
-            namespace, event = self._events.get_nowait()
+            pending = self._events.get_nowait()
             with contextlib.suppress(KubeError):
-                await self.kube.create_event(namespace, event)
+                await self.kube.create_event(pending[0], self._event(pending))

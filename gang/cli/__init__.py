@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         return bench.command(args)
     if args.command == "run":
-        return asyncio.run(run.command(args))
+        return run.command(args)
     if args.command == "sim":
         return asyncio.run(sim_serve.command(args))
     if args.command == "extender":

@@ -4,6 +4,7 @@ election, the scheduler and its status server until SIGTERM."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -42,17 +43,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     run.add_argument(
         "--port", type=int, help="port of /healthz /readyz /metrics /debug/gangs (0: any)"
     )
+    run.add_argument(
+        "--event-loop",
+        choices=["auto", "uvloop", "asyncio"],
+        help="event loop (default auto: uvloop where installed)",
+    )
     run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     run.add_argument("--log-format", choices=["text", "json"])
 
 
-async def command(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     from gang.app.config import ConfigError, load_settings
+    from gang.app.eventloop import EventLoopError, loop_name, run
     from gang.app.logs import configure_logging
     from gang.app.process import Process
 
     overrides = {
         "kubeconfig": args.kubeconfig,
+        "event_loop": args.event_loop,
         "scheduler": {
             "scheduler_name": args.scheduler_name,
             "qps": args.qps,
@@ -69,8 +77,10 @@ async def command(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.config, overrides)
         check_profiles(settings.scheduler)
-    except (ConfigError, ProfileError) as err:
+        loop = loop_name(settings.event_loop)
+    except (ConfigError, ProfileError, EventLoopError) as err:
         print(f"gang run: {err}", file=sys.stderr)
         return 2
     configure_logging(settings.logging.level, settings.logging.format)
-    return await Process(settings).run()
+    logging.getLogger(__name__).info("event loop: %s", loop)
+    return run(Process(settings).run(), settings.event_loop)

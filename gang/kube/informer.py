@@ -101,15 +101,22 @@ class Informer:
                 await asyncio.sleep(delay)
 
     async def _relist(self) -> None:
-        items, rv = await self.kube.list(self.kind)
-        self.relists += 1
+        """List, apply, and delete what the list no longer holds. The first list is applied
+        page by page as pages arrive (nothing is scheduled before every informer synced, and
+        the server prepares the next page meanwhile); a later relist is applied at once, as
+        one picture, after its last page."""
+        first = not self.has_synced.is_set()
         seen: dict[Key, str] = {}
-        for obj in items:
-            key = object_key(obj)
-            obj_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            seen[key] = obj_rv
-            if self._known.get(key) != obj_rv:
-                self.handler.upsert(obj)
+        held: list[Obj] = []
+        rv = ""
+        async for items, list_rv in self.kube.list_pages(self.kind):
+            rv = list_rv  # (every page carries the list's)
+            if first:
+                self._apply_listed(items, seen)
+            else:
+                held.extend(items)
+        self._apply_listed(held, seen)
+        self.relists += 1
         for key in self._known.keys() - seen.keys():
             self.handler.delete(key, None)
         self._known = seen
@@ -117,6 +124,17 @@ class Informer:
         self.heard_at = self._clock()
         self.handler.synced()
         self.has_synced.set()
+
+    def _apply_listed(self, items: list[Obj], seen: dict[Key, str]) -> None:
+        """Upsert listed objects that changed; each is then known (a list that breaks half way
+        leaves what it applied known, so the next one deletes what has gone since)."""
+        for obj in items:
+            key = object_key(obj)
+            obj_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            seen[key] = obj_rv
+            if self._known.get(key) != obj_rv:
+                self.handler.upsert(obj)
+                self._known[key] = obj_rv
 
     async def _watch_until_resync(self) -> None:
         """Watch (reconnecting on clean ends) until the resync is due; raise to force a relist."""

@@ -27,11 +27,13 @@ import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from gang.kube.leanhttp import LeanError, LeanHTTP, Reply, ssl_context_of
 from gang.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+Objs = list[Obj]  # (inside Kube, ``list`` names its method)
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -146,23 +148,32 @@ class Kube:
         self.max_retries = max_retries
         self._session: aiohttp.ClientSession | None = None
         self._proxy: str | None = None
+        self._proxy_resolved = False
+        self._lean: LeanHTTP | None = None
+        self._lean_checked = False
 
     async def _once(
         self, call: Callable[[], Awaitable[Any]], limiter: TokenBucket | None
     ) -> Answer:
         if limiter is not None:
             await limiter.acquire()
+        headers: Mapping[str, str] | None
         try:
             resp = await call()
-            try:
-                body = await resp.read()
-            finally:
-                resp.release()
-        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            if isinstance(resp, Reply):
+                status, body = resp.status, resp.body
+                headers = {"Retry-After": resp.retry_after} if resp.retry_after else None
+            else:
+                try:
+                    body = await resp.read()
+                finally:
+                    resp.release()
+                status, headers = resp.status, resp.headers
+        except (aiohttp.ClientError, TimeoutError, OSError, LeanError) as err:
             raise KubeError(0, "ConnectionError", str(err) or type(err).__name__) from err
-        if not 200 <= resp.status < 300:
-            raise error_from(resp.status, body, resp.headers)
-        return Answer(resp.status, body)
+        if not 200 <= status < 300:
+            raise error_from(status, body, headers)
+        return Answer(status, body)
 
     async def request(
         self,
@@ -213,20 +224,36 @@ class Kube:
     async def list(self, kind: Kind) -> tuple[list[Obj], str]:
         """All objects of ``kind`` and the list's resourceVersion (paged, 500 per request)."""
         items: list[Obj] = []
-        token: str | None = None
         rv = ""
-        while True:
-            params: dict[str, Any] = {"limit": 500}
-            if token:
-                params["_continue"] = token
-            answer = await self.request(self._list_call(kind, **params), limited=False)
-            body = answer.json()
-            items.extend(body.get("items") or [])
-            meta = body.get("metadata") or {}
-            rv = meta.get("resourceVersion") or rv
-            token = meta.get("continue")
-            if not token:
-                return items, rv
+        async for page, list_rv in self.list_pages(kind):
+            items.extend(page)
+            rv = list_rv
+        return items, rv
+
+    async def list_pages(self, kind: Kind) -> AsyncIterator[tuple[Objs, str]]:
+        """The list of ``kind`` page by page (500 objects each) with the list's
+        resourceVersion. The next page is asked for before this one is handed over, so the
+        server prepares it while the caller works through this one."""
+        ahead = asyncio.ensure_future(self._page(kind, None))
+        try:
+            while True:
+                items, rv, token = await ahead
+                if token:
+                    ahead = asyncio.ensure_future(self._page(kind, token))
+                yield items, rv
+                if not token:
+                    return
+        finally:
+            if not ahead.done():
+                ahead.cancel()
+
+    async def _page(self, kind: Kind, token: str | None) -> tuple[Objs, str, str | None]:
+        params: dict[str, Any] = {"limit": 500}
+        if token:
+            params["_continue"] = token
+        body = (await self.request(self._list_call(kind, **params), limited=False)).json()
+        meta = body.get("metadata") or {}
+        return body.get("items") or [], meta.get("resourceVersion") or "", meta.get("continue")
 
     async def watch(
         self, kind: Kind, resource_version: str, timeout_seconds: int
@@ -267,24 +294,47 @@ class Kube:
 
     # --- writes --------------------------------------------------------------------------
 
-    def _direct(self, method: str, path: str, body: Obj) -> Callable[[], Awaitable[Any]]:
-        """A request through kubernetes-asyncio's own session (TLS, client certificates) and
-        authentication (bearer tokens, refreshed by its hooks), skipping its model layer: the
-        hot path (one binding and one Event per pod) pays for JSON once, with orjson."""
+    def _direct(
+        self, method: str, path: str, body: Obj, content_type: str = "application/json"
+    ) -> Callable[[], Awaitable[Any]]:
+        """A request skipping kubernetes-asyncio's model layer (the hot path — one binding and
+        one Event per pod — pays for JSON once, with orjson): over the lean keep-alive pool, or
+        where a proxy is configured, through kubernetes-asyncio's own session."""
         data = orjson.dumps(body)
+        lean = self._lean_client()
+        if lean is not None:
+            return lambda: lean.request(method, path, data, content_type)
 
         async def call() -> Any:
-            headers = {
-                **self.api_client.default_headers,
-                "Accept": "application/json",
-                "Content-Type": "application/json",
-            }
-            await self.api_client.update_params_for_auth(headers, [], ["BearerToken"])
+            headers = await self._auth_headers()
+            headers["Content-Type"] = content_type
             url = self.api_client.configuration.host + path
             session, proxy = self._hot_session()
             return await session.request(method, url, data=data, headers=headers, proxy=proxy)
 
         return call
+
+    async def _auth_headers(self) -> dict[str, str]:
+        """kubernetes-asyncio's default headers and credentials (its hooks refresh tokens)."""
+        headers = {**self.api_client.default_headers, "Accept": "application/json"}
+        await self.api_client.update_params_for_auth(headers, [], ["BearerToken"])
+        return headers
+
+    def _lean_client(self) -> LeanHTTP | None:
+        """The keep-alive pool for direct requests, unless a proxy stands between us and the
+        server (aiohttp speaks to proxies; the lean pool does not)."""
+        if not self._lean_checked:
+            self._lean_checked = True
+            config = self.api_client.configuration
+            if self._resolved_proxy() is None:
+                self._lean = LeanHTTP(
+                    config.host,
+                    ssl_context=ssl_context_of(config) if config.host.startswith("https") else None,
+                    server_hostname=config.tls_server_name,
+                    headers=self._auth_headers,
+                    limit=config.connection_pool_maxsize,
+                )
+        return self._lean
 
     def _hot_session(self) -> tuple[aiohttp.ClientSession, str | None]:
         """A session on kubernetes-asyncio's connection pool (its TLS settings) without
@@ -293,17 +343,24 @@ class Kube:
         if self._session is None or self._session.closed:
             pool = self.api_client.rest_client.pool_manager
             self._session = aiohttp.ClientSession(connector=pool.connector, connector_owner=False)
+        return self._session, self._resolved_proxy()
+
+    def _resolved_proxy(self) -> str | None:
+        if not self._proxy_resolved:
+            self._proxy_resolved = True
             config = self.api_client.configuration
             self._proxy = config.proxy or None
             if self._proxy is None:
                 with contextlib.suppress(LookupError):
                     found, _ = get_env_proxy_for_url(URL(config.host))
                     self._proxy = str(found)
-        return self._session, self._proxy
+        return self._proxy
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+        if self._lean is not None:
+            await self._lean.close()
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
         """POST pods/{name}/binding once (no retries: the binder owns that policy)."""
@@ -342,29 +399,11 @@ class Kube:
         """A JSON merge patch of a custom object's status: through its ``status`` subresource,
         or (a CRD without one, like Volcano's PodGroup) of the object itself. ``namespace`` ""
         names a cluster-scoped object (Volcano and KAI Queues)."""
-        custom = self.custom
+        base = f"/apis/{kind.group}/{kind.version}"
         if namespace:
-            patch = (
-                custom.patch_namespaced_custom_object_status
-                if subresource
-                else custom.patch_namespaced_custom_object
-            )
-            where: tuple[str, ...] = (kind.group, kind.version, namespace, kind.plural, name)
-        else:
-            patch = (
-                custom.patch_cluster_custom_object_status
-                if subresource
-                else custom.patch_cluster_custom_object
-            )
-            where = (kind.group, kind.version, kind.plural, name)
-        await self.request(
-            lambda: patch(
-                *where,
-                {"status": status},
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
-            )
-        )
+            base += f"/namespaces/{quote(namespace)}"
+        path = f"{base}/{kind.plural}/{quote(name)}" + ("/status" if subresource else "")
+        await self.request(self._direct("PATCH", path, {"status": status}, MERGE_PATCH))
 
     async def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> None:
         """A strategic merge patch on pods/status: conditions merge by type, so a condition

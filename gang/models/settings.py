@@ -228,6 +228,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kubeconfig: str | None = None
+    #: the process's event loop: ``auto`` (uvloop where installed), ``uvloop``, ``asyncio``
+    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
     server: ServerSettings = Field(default_factory=ServerSettings)

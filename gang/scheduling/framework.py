@@ -238,6 +238,14 @@ class PreBindPlugin(Plugin, Protocol):
         """Runs before the member's Bind; raising fails (and retries) this member's binding."""
 
 
+def pre_bind_needed(plugin: PreBindPlugin, gang: Gang, pod: Key) -> bool:
+    """kube-scheduler's PreBindPreFlight: a PreBind plugin may define a synchronous
+    ``pre_bind_pre_flight(gang, pod) -> bool``; False skips its PreBind for that member (no
+    coroutine, no budget timer: the binding of a pod without volumes costs nothing here)."""
+    pre_flight = getattr(plugin, "pre_bind_pre_flight", None)
+    return pre_flight is None or bool(pre_flight(gang, pod))
+
+
 @runtime_checkable
 class BindPlugin(Plugin, Protocol):
     async def bind(self, gang: Gang, pod: Key, node: str) -> str | None:

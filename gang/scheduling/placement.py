@@ -279,11 +279,14 @@ class Placer:
         """
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
-        largest = snap.allocatable.max(axis=0) if len(snap.allocatable) else np.zeros(0, np.int64)
-        ordered = sorted(
-            pods, key=lambda p: (-self._size(p, largest), p.creation_timestamp, p.name)
-        )
-        vectors = {p.key: self.index.fit(self.index.vector(p.requests))[:width] for p in ordered}
+        vectors = {p.key: self.index.fit(self.index.vector(p.requests))[:width] for p in pods}
+        if len({v.tobytes() for v in vectors.values()}) > 1:  # big members first
+            largest = snap.allocatable.max(axis=0)
+            ordered = sorted(
+                pods, key=lambda p: (-self._size(p, largest), p.creation_timestamp, p.name)
+            )
+        else:
+            ordered = sorted(pods, key=lambda p: (p.creation_timestamp, p.name))
         row_of = self._row_of
         anchor_domains = {int(self._domains[row_of[n]]) for n in anchors if n in row_of} - {-1}
         needed, extras = ordered[:need], ordered[need:]

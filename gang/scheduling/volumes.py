@@ -289,6 +289,11 @@ class VolumeBinding:
 
     # --- PreBind -----------------------------------------------------------------------------
 
+    def pre_bind_pre_flight(self, gang: Gang, pod: Key) -> bool:
+        """Only a member with claims has anything to bind before it."""
+        member = gang.members.get(pod)
+        return member is not None and self.cache is not None and bool(member.rules.claims)
+
     async def pre_bind(self, gang: Gang, pod: Key, node: str) -> None:
         """Ask for each unbound claim's volume on ``node`` and wait until every claim is bound
         to a volume reaching it (raising fails this member's binding; it is re-placed)."""

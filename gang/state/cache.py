@@ -299,11 +299,11 @@ class ClusterCache:
                 self._detach(record)
                 return None
             return record  # unassigned: at most our own assumption, still waiting for its bind
-        vector = self._vector(info.requests)
-        ports = _ports(info)
         if record is not None:
-            if record.node == info.node_name and np.array_equal(
-                self.index.fit(record.vector), vector
+            if record.node == info.node_name and (
+                # the confirmation of our own binding carries the very requests we assumed
+                (record.info is not None and record.info.requests is info.requests)
+                or np.array_equal(self.index.fit(record.vector), self._vector(info.requests))
             ):
                 record.state = PodState.BOUND  # ASSUMED → BOUND, or nothing new
                 if record.info is not None and holder_of(record.info) != holder_of(info):
@@ -313,7 +313,8 @@ class ClusterCache:
                 self.pods_by_label.add(info, record.node)  # labels may have changed
                 return record
             self._detach(record)
-        record = PodRecord(info.key, info.uid, info.node_name, vector, PodState.BOUND, ports)
+        vector = self._vector(info.requests)
+        record = PodRecord(info.key, info.uid, info.node_name, vector, PodState.BOUND, _ports(info))
         self._attach(record, info)
         return record
 

@@ -6,6 +6,8 @@ import asyncio
 import signal
 import sys
 
+import pytest
+
 from gang.sim.cluster import SimCluster
 from tests.scheduler.conftest import Api, eventually, gang_pod, podgroup, running_scheduler
 
@@ -39,8 +41,10 @@ async def test_half_bound_gang_completes_near_its_bound_members() -> None:
             await api.assert_not_overcommitted()
 
 
-async def test_gang_run_command_against_a_kubeconfig() -> None:
-    """``gang run --kubeconfig`` as a user runs it: a separate process, SIGTERM to stop."""
+@pytest.mark.parametrize("event_loop", ["auto", "asyncio"])
+async def test_gang_run_command_against_a_kubeconfig(event_loop: str) -> None:
+    """``gang run --kubeconfig`` as a user runs it: a separate process, SIGTERM to stop; on
+    uvloop (the default where installed, as here) and on asyncio's own loop."""
     async with SimCluster("2:gpu=8") as cluster, cluster.api_client() as client:
         api = Api(client)
         proc = await asyncio.create_subprocess_exec(
@@ -51,7 +55,9 @@ async def test_gang_run_command_against_a_kubeconfig() -> None:
             "--kubeconfig",
             str(cluster.kubeconfig_path),
             "--log-level",
-            "WARNING",
+            "INFO",
+            "--event-loop",
+            event_loop,
             "--port",
             "0",
             stdout=asyncio.subprocess.PIPE,
@@ -69,3 +75,5 @@ async def test_gang_run_command_against_a_kubeconfig() -> None:
             proc.send_signal(signal.SIGTERM)
             _, err = await asyncio.wait_for(proc.communicate(), 20)
         assert proc.returncode == 0, err.decode()
+        expected = "uvloop" if event_loop == "auto" else "asyncio"
+        assert f"event loop: {expected}" in err.decode()
