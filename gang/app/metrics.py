@@ -52,6 +52,13 @@ class SchedulerCollector(Collector):
             "Failed binding requests (retried or not)",
             value=scheduler.binder.errors,
         )
+        reporter = scheduler.reporter
+        for name, text, value in (
+            ("gang_events_posted", "Events written", reporter.posted_events),
+            ("gang_events_dropped", "Events dropped (queue full)", reporter.dropped_events),
+            ("gang_status_writes", "PodGroup and queue status patches", reporter.status_writes),
+        ):
+            yield CounterMetricFamily(name, text, value=value)
         yield CounterMetricFamily(
             "gang_permit_timeouts",
             "Quorum waits that timed out and released",

@@ -59,6 +59,12 @@ def table(results: list[BenchResult]) -> str:
                 f"  start-up: first binding {r.first_binding_seconds:.2f} s after the scheduler "
                 f"started ({r.startup_cpu_seconds:.2f} CPU s: imports, lists, first cycles)"
             )
+        if r.pods_bound:
+            lines.append(
+                f"  writes besides bindings: {r.status_writes} status patches, "
+                f"{r.events_posted} Events ({(r.status_writes + r.events_posted) / r.pods_bound:.2f}"
+                f" per bound pod); bindings in flight at the end: {r.bind_concurrency_limit}"
+            )
         if r.preemptor_members:
             lines.append(
                 f"  preemption: a {r.preemptor_members}-member gang at a higher priority: "

@@ -84,6 +84,11 @@ class BenchResult:
     #: first cycles), and the scheduler's CPU seconds in that time
     first_binding_seconds: float = 0.0
     startup_cpu_seconds: float = 0.0
+    #: the scheduler's writes besides bindings until the last binding (its /metrics)
+    status_writes: int = 0
+    events_posted: int = 0
+    #: bindings in flight the scheduler allowed itself at the end (bind_concurrency: auto)
+    bind_concurrency_limit: int = 0
     scheduler_peak_rss_mb: float = 0.0
     partial_gangs: int = 0
     overcommitted_nodes: int = 0
@@ -418,6 +423,9 @@ class Driver:
         try:
             await self._wait(loop, started, scheduler)
             cpu_end = _cpu_seconds(sched_ps)
+            result.status_writes = int(await _metric(port, "gang_status_writes_total"))
+            result.events_posted = int(await _metric(port, "gang_events_posted_total"))
+            result.bind_concurrency_limit = int(await _metric(port, "gang_bind_concurrency_limit"))
             if self.config.preemptor:
                 await self._preempt(core, custom, result, port)
             result.scheduler_peak_rss_mb = _peak_rss_mb(scheduler.pid)

@@ -161,9 +161,17 @@ class LeanHTTP:
         self._closed = False
 
     async def request(
-        self, method: str, path: str, body: bytes, content_type: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        content_type: str = "application/json",
+        gate: Callable[[], Awaitable[None]] | None = None,
     ) -> Reply:
-        """Send one request, return the server's answer (any status); LeanError if none came."""
+        """Send one request, return the server's answer (any status); LeanError if none came.
+        ``gate`` (a rate limiter's acquire) is awaited with the connection in hand, just before
+        the request is written: what it lets through is what the server sees, not bunched
+        behind a connection being opened."""
         head = await self._head()
         request = b"".join(
             (
@@ -178,6 +186,8 @@ class LeanHTTP:
         )
         conn = await self._acquire()
         try:
+            if gate is not None:
+                await gate()
             reply = await conn.send(request, self._timeout)
         except BaseException:
             conn.close()

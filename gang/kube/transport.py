@@ -103,6 +103,25 @@ _CORE_LISTS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _Gated:
+    """A request over the lean pool, which takes its rate-limit token itself, with the
+    connection in hand (see LeanHTTP.request)."""
+
+    lean: LeanHTTP
+    method: str
+    path: str
+    data: bytes
+    content_type: str
+
+    def __call__(self) -> Awaitable[Reply]:
+        return self.lean.request(self.method, self.path, self.data, self.content_type)
+
+    def with_gate(self, limiter: TokenBucket | None) -> Awaitable[Reply]:
+        gate = limiter.acquire if limiter is not None else None
+        return self.lean.request(self.method, self.path, self.data, self.content_type, gate)
+
+
 def backoff_delay(attempt: int, initial: float = 0.2, cap: float = 10.0) -> float:
     """Full-jitter exponential backoff: uniform in [0, min(cap, initial * 2**attempt)]."""
     return random.uniform(0.0, min(cap, initial * (2**attempt)))
@@ -155,11 +174,12 @@ class Kube:
     async def _once(
         self, call: Callable[[], Awaitable[Any]], limiter: TokenBucket | None
     ) -> Answer:
-        if limiter is not None:
+        gated = call if isinstance(call, _Gated) else None
+        if limiter is not None and gated is None:
             await limiter.acquire()
         headers: Mapping[str, str] | None
         try:
-            resp = await call()
+            resp = await (gated.with_gate(limiter) if gated is not None else call())
             if isinstance(resp, Reply):
                 status, body = resp.status, resp.body
                 headers = {"Retry-After": resp.retry_after} if resp.retry_after else None
@@ -303,7 +323,7 @@ class Kube:
         data = orjson.dumps(body)
         lean = self._lean_client()
         if lean is not None:
-            return lambda: lean.request(method, path, data, content_type)
+            return _Gated(lean, method, path, data, content_type)
 
         async def call() -> Any:
             headers = await self._auth_headers()

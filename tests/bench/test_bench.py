@@ -112,6 +112,13 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     # what a binding costs a binder that decides nothing, beside what it costs gang
     assert 0 < result.ceiling_cpu_us_per_pod < result.binding_cpu_seconds_per_1000_pods * 1000
     assert "CPU per bound pod: gang" in table([result])
+    # start-up: the scheduler's first binding after its start, with the CPU it took to get there
+    assert 0 < result.first_binding_seconds < 60 and result.startup_cpu_seconds > 0
+    assert "start-up: first binding" in table([result])
+    # what it wrote besides bindings while binding, and the bindings it allowed in flight
+    assert result.status_writes >= 0 and result.events_posted >= 0
+    assert 4 <= result.bind_concurrency_limit <= 512
+    assert "writes besides bindings" in table([result])
 
 
 def test_bench_with_the_api_latency_model_measures_the_ceiling_on_the_same_server() -> None:
