@@ -10,6 +10,7 @@ API's conditions, which never go back from True.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -35,13 +36,12 @@ FitsCluster = Callable[[Mapping[str, int]], bool | None]
 def rfc3339_now() -> str:
     """The current time as the API writes it (RFC 3339, whole seconds, UTC); formatted once a
     second (every Event carries it)."""
-    second = int(time.time())
-    if second != _formatted[0]:
-        _formatted[:] = [second, rfc3339(second)]
-    return str(_formatted[1])
+    return _rfc3339_second(int(time.time()))
 
 
-_formatted: list[int | str] = [-1, ""]
+@functools.lru_cache(maxsize=1)
+def _rfc3339_second(second: int) -> str:
+    return rfc3339(second)
 
 
 def rfc3339(epoch: float) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -114,10 +115,7 @@ class _Gated:
     data: bytes
     content_type: str
 
-    def __call__(self) -> Awaitable[Reply]:
-        return self.lean.request(self.method, self.path, self.data, self.content_type)
-
-    def with_gate(self, limiter: TokenBucket | None) -> Awaitable[Reply]:
+    def __call__(self, limiter: TokenBucket | None = None) -> Awaitable[Reply]:
         gate = limiter.acquire if limiter is not None else None
         return self.lean.request(self.method, self.path, self.data, self.content_type, gate)
 
@@ -166,20 +164,19 @@ class Kube:
         self.event_limiter = event_limiter
         self.max_retries = max_retries
         self._session: aiohttp.ClientSession | None = None
-        self._proxy: str | None = None
-        self._proxy_resolved = False
-        self._lean: LeanHTTP | None = None
-        self._lean_checked = False
 
     async def _once(
         self, call: Callable[[], Awaitable[Any]], limiter: TokenBucket | None
     ) -> Answer:
-        gated = call if isinstance(call, _Gated) else None
-        if limiter is not None and gated is None:
-            await limiter.acquire()
+        if isinstance(call, _Gated):  # it takes the token itself, with the connection in hand
+            answer = call(limiter)
+        else:
+            if limiter is not None:
+                await limiter.acquire()
+            answer = call()
         headers: Mapping[str, str] | None
         try:
-            resp = await (gated.with_gate(limiter) if gated is not None else call())
+            resp = await answer
             if isinstance(resp, Reply):
                 status, body = resp.status, resp.body
                 headers = {"Retry-After": resp.retry_after} if resp.retry_after else None
@@ -321,7 +318,7 @@ class Kube:
         one Event per pod — pays for JSON once, with orjson): over the lean keep-alive pool, or
         where a proxy is configured, through kubernetes-asyncio's own session."""
         data = orjson.dumps(body)
-        lean = self._lean_client()
+        lean = self._lean
         if lean is not None:
             return _Gated(lean, method, path, data, content_type)
 
@@ -340,21 +337,20 @@ class Kube:
         await self.api_client.update_params_for_auth(headers, [], ["BearerToken"])
         return headers
 
-    def _lean_client(self) -> LeanHTTP | None:
+    @functools.cached_property
+    def _lean(self) -> LeanHTTP | None:
         """The keep-alive pool for direct requests, unless a proxy stands between us and the
         server (aiohttp speaks to proxies; the lean pool does not)."""
-        if not self._lean_checked:
-            self._lean_checked = True
-            config = self.api_client.configuration
-            if self._resolved_proxy() is None:
-                self._lean = LeanHTTP(
-                    config.host,
-                    ssl_context=ssl_context_of(config) if config.host.startswith("https") else None,
-                    server_hostname=config.tls_server_name,
-                    headers=self._auth_headers,
-                    limit=config.connection_pool_maxsize,
-                )
-        return self._lean
+        if self._proxy is not None:
+            return None
+        config = self.api_client.configuration
+        return LeanHTTP(
+            config.host,
+            ssl_context=ssl_context_of(config) if config.host.startswith("https") else None,
+            server_hostname=config.tls_server_name,
+            headers=self._auth_headers,
+            limit=config.connection_pool_maxsize,
+        )
 
     def _hot_session(self) -> tuple[aiohttp.ClientSession, str | None]:
         """A session on kubernetes-asyncio's connection pool (its TLS settings) without
@@ -363,24 +359,25 @@ class Kube:
         if self._session is None or self._session.closed:
             pool = self.api_client.rest_client.pool_manager
             self._session = aiohttp.ClientSession(connector=pool.connector, connector_owner=False)
-        return self._session, self._resolved_proxy()
+        return self._session, self._proxy
 
-    def _resolved_proxy(self) -> str | None:
-        if not self._proxy_resolved:
-            self._proxy_resolved = True
-            config = self.api_client.configuration
-            self._proxy = config.proxy or None
-            if self._proxy is None:
-                with contextlib.suppress(LookupError):
-                    found, _ = get_env_proxy_for_url(URL(config.host))
-                    self._proxy = str(found)
-        return self._proxy
+    @functools.cached_property
+    def _proxy(self) -> str | None:
+        """The configured proxy, else the environment's for the server's URL (resolved once)."""
+        config = self.api_client.configuration
+        if config.proxy:
+            return str(config.proxy)
+        with contextlib.suppress(LookupError):
+            found, _ = get_env_proxy_for_url(URL(config.host))
+            return str(found)
+        return None
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
-        if self._lean is not None:
-            await self._lean.close()
+        lean = self.__dict__.get("_lean")  # (only if one was made)
+        if lean is not None:
+            await lean.close()
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
         """POST pods/{name}/binding once (no retries: the binder owns that policy)."""
