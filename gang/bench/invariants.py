@@ -4,7 +4,8 @@ After any run (a benchmark, a chaos run, a test) the objects in the cluster must
 - all or nothing: every gang has no member bound, or at least ``minMember`` bound;
 - no node over-committed: the requests of its non-terminal pods (anyone's) fit its allocatable;
 - no gang starved with room: no gang short of its quorum would fit in the capacity left free
-  (outside nodes a reservation holds for another gang, by its PodGroup's ``Reserved`` condition).
+  (outside nodes a reservation holds for another gang, by its PodGroup's ``Reserved`` condition,
+  or for a lone pod, by its ``PodScheduled`` condition's note).
 
 Members beyond a quorum that is already bound are reported apart (``stranded_members``): the
 gang is whole by its own definition, so leaving them Pending breaks no all-or-nothing promise,
@@ -101,11 +102,17 @@ def _members_fitting(free: Resources, requests: Resources) -> int:
     return max(0, min(counts)) if counts else 1 << 30
 
 
-def _reserved(podgroups: Iterable[Obj]) -> dict[tuple[str, str], set[str]]:
-    """Nodes held for PodGroups by a reservation (their ``Reserved`` condition), per group;
-    ``{"*"}`` when the condition does not name them all. Capacity held for a gang is not room
-    for the gangs behind it, so they are not "starved with room" when only it would fit them."""
+def _reserved(podgroups: Iterable[Obj], pods: Iterable[PodInfo]) -> dict[tuple[str, str], set[str]]:
+    """Nodes held for gangs by a reservation, per gang: a PodGroup's by its ``Reserved``
+    condition, a lone pod's by its ``PodScheduled`` note; ``{"*"}`` when the condition does not
+    name them all. Capacity held for a gang is not room for the gangs behind it, so they are
+    not "starved with room" when only it would fit them."""
     held: dict[tuple[str, str], set[str]] = {}
+    for pod in pods:
+        if not pod.group and not pod.assigned and pod.unschedulable_message:
+            nodes = held_nodes_of(pod.unschedulable_message)
+            if nodes is not None or " node(s) held: " in pod.unschedulable_message:
+                held[(pod.namespace, f"pod/{pod.name}")] = nodes or {"*"}
     for group in podgroups:
         for cond in (group.get("status") or {}).get("conditions") or []:
             if cond.get("type") == RESERVED_CONDITION and cond.get("status") == "True":
@@ -149,7 +156,7 @@ def judge(
             gang.pending.append(pod)
     free = free_capacity(nodes, parsed)
     verdict.overcommitted_nodes = overcommitted(free)
-    held = _reserved(podgroups)
+    held = _reserved(podgroups, parsed)
     verdict.gangs = len(gangs)
     for key, gang in gangs.items():
         if 0 < gang.bound < gang.min_member:

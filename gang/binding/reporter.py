@@ -1,14 +1,23 @@
 """What users see: Events on pods and PodGroups, and the PodGroup's status.
 
 Users look in three places when a gang does not start: ``kubectl describe pod`` (Events such as
-kube-scheduler's ``Scheduled`` and ``FailedScheduling``), ``kubectl get pg`` (phase and counts) and
-the PodGroup's conditions. This module writes all three without ever slowing scheduling down:
+kube-scheduler's ``Scheduled`` and ``FailedScheduling``, and the ``PodScheduled`` condition),
+``kubectl get pg`` (phase and counts) and the PodGroup's conditions. This module writes them all
+without ever slowing scheduling down:
 the cycle only enqueues; background tasks post Events and coalesce status writes, so a gang whose
 state changes fifty times in a second gets one status PATCH, and only when it actually changed.
 Both writers wait while bindings queue for a slot (``yield_to``): on a server that serves writes
 with a fixed number of workers, an Event posted during a burst of bindings takes a worker from
 one of them.
 Writes that fail are logged and dropped (Events) or retried on the next change (status).
+
+A member of a gang that failed its cycle gets ``PodScheduled: False``, reason ``Unschedulable``,
+as kube-scheduler gives every pod it cannot place: cluster autoscalers scale up for exactly
+those pods, and a lone pod has no PodGroup to carry its ``Reserved`` nodes, so its condition
+names them. A gang of a thousand members waiting for the rest to be created fails with a new
+count each cycle; rewriting every member each time would be quadratic, so a member's condition
+is written at once when it appears or its held nodes change, and otherwise refreshed at most
+every :data:`POD_NOTE_REFRESH_SECONDS`.
 """
 
 from __future__ import annotations
@@ -23,17 +32,18 @@ from typing import Any
 from gang.binding.groupstatus import FitsCluster, group_status, rfc3339_now
 from gang.kube.transport import Kind, Kube, KubeError
 from gang.models.groupapis import API_BY_NAME
-from gang.models.podgroup import (
-    PodGroupInfo,
-)
+from gang.models.podgroup import PodGroupInfo, held_nodes_of, held_nodes_text
 from gang.models.queueapis import QUEUE_API_BY_NAME, QueueSpec
-from gang.scheduling.gang import Gang
+from gang.scheduling.gang import Gang, GangKey
+from gang.state.podinfo import POD_SCHEDULED, UNSCHEDULABLE_REASON, PodInfo
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 EVENT_QUEUE_LIMIT = 10_000
 STATUS_FLUSH_SECONDS = 0.2
+#: a pod's Unschedulable note whose held nodes did not change is rewritten at most this often
+POD_NOTE_REFRESH_SECONDS = 30.0
 #: an Event waiting to be posted: namespace, involved object, type, reason, message, when
 _Pending = tuple[str, dict[str, Any], str, str, str, str]
 
@@ -56,6 +66,11 @@ class KubeReporter:
         self._events: asyncio.Queue[_Pending] = asyncio.Queue(EVENT_QUEUE_LIMIT)
         self._dirty: dict[tuple[str, str], Gang | PodGroupInfo] = {}
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
+        #: gangs whose pending members may need their ``PodScheduled`` note (re)written
+        self._unplaced: dict[GangKey, Gang] = {}
+        #: pod → (when, message) of our last note to it; entries older than the refresh
+        #: period are pruned (the informer's copy of the pod is what is compared then)
+        self._noted: dict[Key, tuple[float, str]] = {}
         self._wake = asyncio.Event()
         #: awaited before every Event and status write: bindings go first (set by the
         #: scheduler to its binder's ``no_backlog``)
@@ -63,6 +78,7 @@ class KubeReporter:
         self.dropped_events = 0
         self.posted_events = 0
         self.status_writes = 0
+        self.pod_notes = 0
 
     # --- Reporter protocol ---------------------------------------------------------------
 
@@ -103,6 +119,9 @@ class KubeReporter:
         self._enqueue(namespace, involved, kind, reason, message)
 
     def gang_changed(self, gang: Gang) -> None:
+        if gang.last_failure is not None and not gang.reserved:
+            self._unplaced[gang.key] = gang
+            self._wake.set()
         if gang.single or gang.podgroup is None:
             return
         self._dirty[(gang.key.namespace, gang.key.group)] = gang
@@ -161,6 +180,9 @@ class KubeReporter:
             for key, item in dirty.items():
                 await self.yield_to()
                 await self._write(key, item)
+            unplaced, self._unplaced = self._unplaced, {}
+            for gang in unplaced.values():
+                await self._note_pods(gang)
 
     async def _write(self, key: tuple[str, str], item: Gang | PodGroupInfo) -> None:
         gang = item if isinstance(item, Gang) else None
@@ -185,6 +207,51 @@ class KubeReporter:
             if err.status != 404:
                 log.warning("%s %s/%s status not written: %s", api.kind, *key, err)
                 self._dirty.setdefault(key, item)
+
+    async def _note_pods(self, gang: Gang) -> None:
+        """Give the gang's unplaced members kube-scheduler's ``PodScheduled: False`` note."""
+        if gang.last_failure is None or gang.reserved:
+            return  # placed since, or waiting in Permit: not unschedulable
+        message = gang.last_failure
+        if gang.reservation is not None:
+            message += f"; {held_nodes_text(sorted(gang.reservation.held))}"
+        message = message[:1024]
+        now = time.monotonic()
+        self._prune_notes(now)
+        for pod in gang.pending():
+            if self._note_due(pod, message, now):
+                await self.yield_to()
+                await self._note(pod, message, now)
+
+    def _note_due(self, pod: PodInfo, message: str, now: float) -> bool:
+        shown = self._noted.get(pod.key, (0.0, pod.unschedulable_message))
+        if shown[1] == message:
+            return False
+        if shown[1] is None or held_nodes_of(shown[1]) != held_nodes_of(message):
+            return True
+        return now - shown[0] >= POD_NOTE_REFRESH_SECONDS
+
+    async def _note(self, pod: PodInfo, message: str, now: float) -> None:
+        condition = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": UNSCHEDULABLE_REASON,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339_now(),
+        }
+        try:
+            await self.kube.patch_pod_status(*pod.key, {"status": {"conditions": [condition]}})
+            self._noted[pod.key] = (now, message)
+            self.pod_notes += 1
+        except KubeError as err:
+            if err.status != 404:
+                log.debug("pod %s/%s: PodScheduled not written: %s", *pod.key, err)
+
+    def _prune_notes(self, now: float) -> None:
+        if len(self._noted) > 1024:
+            cutoff = now - POD_NOTE_REFRESH_SECONDS
+            self._noted = {k: v for k, v in self._noted.items() if v[0] >= cutoff}
 
     async def flush(self, seconds: float = 5.0) -> None:
         """Write pending status and events now (shutdown, tests)."""

@@ -425,11 +425,8 @@ class Kube:
     async def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> None:
         """A strategic merge patch on pods/status: conditions merge by type, so a condition
         is added or updated without rewriting the others."""
-        await self.request(
-            lambda: self.core.patch_namespaced_pod_status(
-                name, namespace, patch, _content_type=STRATEGIC_MERGE_PATCH, _preload_content=False
-            )
-        )
+        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status"
+        await self.request(self._direct("PATCH", path, patch, STRATEGIC_MERGE_PATCH))
 
     async def evict(self, namespace: str, name: str, uid: str | None = None) -> None:
         """POST pods/{name}/eviction (policy/v1) once: the API server checks the pod's

@@ -175,7 +175,9 @@ class ClusterState:
         except ValueError:
             return None
         phase = (raw.get("status") or {}).get("phase") or old.phase
-        return replace(old, node_name=node, resource_version=version, phase=phase)
+        return replace(
+            old, node_name=node, resource_version=version, phase=phase, unschedulable_message=None
+        )
 
     def _upsert_pod(self, raw: Obj) -> None:
         info = self._binding_confirmed(raw)
@@ -223,8 +225,8 @@ class ClusterState:
             self._unreserve_member(gang, info.key)
             gang.member_left = True
             self.on_disruption(gang, f"member {info.name} is being deleted")
-        if gang.is_pending(info):  # a member to place (others' updates need no new cycle)
-            self.enqueue(gang)
+        if gang.is_pending(info) and not _status_note_only(previous, info):
+            self.enqueue(gang)  # a member to place (others' updates need no new cycle)
         self.reporter.gang_changed(gang)
 
     def _refuse_ambiguous(self, info: PodInfo) -> None:
@@ -584,6 +586,16 @@ class ClusterState:
         for pod in pods:
             for name in pod.requests:
                 self.cache.index.column(name)
+
+
+def _status_note_only(before: PodInfo | None, after: PodInfo) -> bool:
+    """The update only carried a scheduler's note to the pod (our own ``PodScheduled``
+    condition): nothing a new cycle could use, and retrying on it would loop with the writer."""
+    return before is not None and before == replace(
+        after,
+        resource_version=before.resource_version,
+        unschedulable_message=before.unschedulable_message,
+    )
 
 
 def _queue_label(info: PodInfo) -> str | None:

@@ -64,6 +64,10 @@ VOLCANO_ANNOTATIONS: Final = ("scheduling.k8s.io/group-name", "scheduling.volcan
 #: the pod condition a scheduler writes before it evicts a pod to make room (kube-scheduler's)
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_REASON: Final = "PreemptionByScheduler"
+#: the condition a scheduler sets False with reason ``Unschedulable`` on a pod it could not
+#: place (kube-scheduler's; cluster autoscalers scale up for pods that carry it)
+POD_SCHEDULED: Final = "PodScheduled"
+UNSCHEDULABLE_REASON: Final = "Unschedulable"
 #: a pod's expected run time in seconds, declared by its owner: reservations estimate when its
 #: node frees up from it, and a gang whose every member declares one may backfill
 EXPECTED_RUN_ANNOTATION: Final = "gang.scheduling/expected-run-seconds"
@@ -195,6 +199,9 @@ class PodInfo:
     #: a scheduler has committed to preempting the pod: its ``DisruptionTarget`` condition is
     #: True with reason :data:`PREEMPTION_REASON` (the intent survives a scheduler restart)
     preemption_marked: bool = False
+    #: the message of its ``PodScheduled`` condition when that says False / ``Unschedulable``
+    #: (what a scheduler last told the pod's owner; None when it says nothing of the kind)
+    unschedulable_message: str | None = None
     #: how long the pod is expected to run, in seconds: :data:`EXPECTED_RUN_ANNOTATION` or
     #: ``spec.activeDeadlineSeconds``, the smaller when both are set; None when neither is
     declared_run: float | None = None
@@ -716,6 +723,21 @@ def _preemption_marked(status: Mapping[str, Any]) -> bool:
     )
 
 
+def _unschedulable_message(status: Mapping[str, Any]) -> str | None:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    for c in conditions:
+        if (
+            isinstance(c, Mapping)
+            and c.get("type") == POD_SCHEDULED
+            and c.get("status") == "False"
+            and c.get("reason") == UNSCHEDULABLE_REASON
+        ):
+            return str(c.get("message") or "")
+    return None
+
+
 def group_claims(
     labels: Mapping[str, str], annotations: Any, spec: Mapping[str, Any]
 ) -> dict[str, str]:
@@ -848,6 +870,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         preempt_never=spec.get("preemptionPolicy") == "Never",
         start_time=_timestamp(status.get("startTime"), "status.startTime") or created,
         preemption_marked=_preemption_marked(status),
+        unschedulable_message=_unschedulable_message(status),
         declared_run=declared,
         declared_run_error=declared_error,
         group_conflict=conflict,
