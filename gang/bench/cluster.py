@@ -52,6 +52,14 @@ LEASE_RENEW_SECONDS = 10.0  # as a kubelet: a quarter of the lease duration
 MERGE_PATCH = "application/merge-patch+json"
 #: requests in flight while creating or deleting nodes
 CONCURRENCY = 32
+#: seconds one request may take: an API server whose etcd stalls can time a handler out and
+#: never answer on the connection (seen on a 2-core control plane), and without a limit the run
+#: would wait for ever
+REQUEST_TIMEOUT = 60.0
+#: a create that timed out or was refused for load is tried again this often (then it fails)
+CREATE_TRIES = 8
+#: answers after which a create is worth trying again: throttled, or the server in trouble
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
 #: seconds after a namespace's deletion with no word from a namespace controller (a status
 #: condition) after which the benchmark finishes the deletion itself
 NO_NAMESPACE_CONTROLLER_AFTER = 10.0
@@ -123,8 +131,10 @@ class BenchCluster:
         api_client: Any,
         say: Callable[..., None] = lambda _text, end="\n": None,
         renew_every: float = LEASE_RENEW_SECONDS,
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.client = api_client
+        self.request_timeout = request_timeout
         #: progress output: ``say(text, end="\n")``, as the driver's
         self.say = say
         self.renew_every = renew_every
@@ -143,7 +153,45 @@ class BenchCluster:
         query: dict[str, Any] | None = None,
         content_type: str = "application/json",
     ) -> Any:
-        """The decoded JSON answer; ``ApiStatusError`` on an HTTP error."""
+        """The decoded JSON answer; ``ApiStatusError`` on an HTTP error, ``BenchClusterError``
+        when no answer came within ``request_timeout``."""
+        try:
+            return await asyncio.wait_for(
+                self._request(method, path, body, query, content_type), self.request_timeout
+            )
+        except TimeoutError:
+            raise BenchClusterError(
+                f"{method} {path}: no answer within {self.request_timeout:g}s"
+            ) from None
+
+    async def create(self, path: str, body: Obj) -> None:
+        """POST ``body``, trying again after a timeout or a retryable answer; a 409 on a retry
+        means an earlier try landed. Any other error fails the run: a benchmark that silently
+        created fewer pods would measure something else."""
+        delay = 0.5
+        for attempt in range(CREATE_TRIES):
+            try:
+                await self.request("POST", path, body)
+                return
+            except ApiStatusError as err:
+                if err.status == 409 and attempt > 0:
+                    return
+                if err.status not in RETRYABLE or attempt == CREATE_TRIES - 1:
+                    raise
+            except BenchClusterError:
+                if attempt == CREATE_TRIES - 1:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 8.0)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: dict[str, Any] | None,
+        content_type: str,
+    ) -> Any:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type

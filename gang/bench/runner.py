@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import psutil
 
@@ -403,7 +404,7 @@ class Driver:
         )
         loop = asyncio.get_running_loop()
         if self.config.arrival == "all":
-            await self._create(core, custom, self.gangs)
+            await self._create(self.gangs)
         rv = (
             await (
                 await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
@@ -418,7 +419,7 @@ class Driver:
         started = loop.time()
         creator = None
         if self.config.arrival == "stream":
-            creator = asyncio.create_task(self._stream(core, custom))
+            creator = asyncio.create_task(self._stream())
         cpu_start = _cpu_seconds(sched_ps)
         try:
             await self._wait(loop, started, scheduler)
@@ -427,7 +428,7 @@ class Driver:
             result.events_posted = int(await _metric(port, "gang_events_posted_total"))
             result.bind_concurrency_limit = int(await _metric(port, "gang_bind_concurrency_limit"))
             if self.config.preemptor:
-                await self._preempt(core, custom, result, port)
+                await self._preempt(result, port)
             result.scheduler_peak_rss_mb = _peak_rss_mb(scheduler.pid)
         finally:
             watcher.cancel()
@@ -452,17 +453,8 @@ class Driver:
         """The same pods again, bound by a binder that knows the answer (gang's scheduler is
         stopped by now): every pod of the run is deleted, created again, and bound."""
         self._say("ceiling: the same pods, bound with no decisions")
-        await core.delete_collection_namespaced_pod(
-            NAMESPACE, grace_period_seconds=0, _preload_content=False
-        )
-        while True:
-            left = await (
-                await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
-            ).json()
-            if not left["items"]:
-                break
-            await asyncio.sleep(0.2)
-        await self._create(core, None, self.gangs, with_groups=False)
+        await self._delete_all_pods(core)
+        await self._create(self.gangs, with_groups=False)
         args = ["--kubeconfig", kubeconfig, "--namespace", NAMESPACE]
         args += ["--levels", ",".join(map(str, self.config.ceiling_levels))]
         for key, value in (self.node_selector or {}).items():
@@ -493,10 +485,30 @@ class Driver:
             for s in body["segments"]
         ]
 
+    async def _delete_all_pods(self, core: Any) -> None:
+        """Delete every pod of the run and wait until they are gone. A collection delete of
+        thousands of pods can outlast the server's request timeout on a small control plane and
+        stop half way, so it is sent again while pods remain."""
+        loop = asyncio.get_running_loop()
+        while True:
+            with contextlib.suppress(TimeoutError, aiohttp.ClientError):  # (the next try answers)
+                await asyncio.wait_for(
+                    core.delete_collection_namespaced_pod(
+                        NAMESPACE, grace_period_seconds=0, _preload_content=False
+                    ),
+                    60,
+                )
+            sent = loop.time()
+            while loop.time() - sent < 10:
+                left = await (
+                    await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
+                ).json()
+                if not left["items"]:
+                    return
+                await asyncio.sleep(0.2)
+
     async def _create(
         self,
-        core: Any,
-        custom: Any,
         gangs: list[GangSpec],
         shape: BenchConfig | None = None,
         with_groups: bool = True,
@@ -505,19 +517,16 @@ class Driver:
         done = 0
         total = sum(g.size for g in gangs)
 
+        cluster = self.cluster
+        assert cluster is not None
+        pod_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+        group_path = (
+            f"/apis/{POD_GROUP_GROUP}/{POD_GROUP_VERSION}/namespaces/{NAMESPACE}/{POD_GROUP_PLURAL}"
+        )
+
         async def one(body: Obj, is_pod: bool) -> None:
             async with limit:
-                if is_pod:
-                    await core.create_namespaced_pod(NAMESPACE, body, _preload_content=False)
-                else:
-                    await custom.create_namespaced_custom_object(
-                        POD_GROUP_GROUP,
-                        POD_GROUP_VERSION,
-                        NAMESPACE,
-                        POD_GROUP_PLURAL,
-                        body,
-                        _preload_content=False,
-                    )
+                await cluster.create(pod_path if is_pod else group_path, body)
 
         if with_groups:
             await asyncio.gather(*(one(podgroup(g), False) for g in gangs))
@@ -539,9 +548,9 @@ class Driver:
             self._say(f"\rcreating pods: {done}/{total}", end="")
         self._say("")
 
-    async def _stream(self, core: Any, custom: Any) -> None:
+    async def _stream(self) -> None:
         for gang in self.gangs:
-            await self._create(core, custom, [gang])
+            await self._create([gang])
             await asyncio.sleep(1.0 / self.config.rate)
 
     async def _watch(self, core: Any, rv: str) -> None:
@@ -582,14 +591,14 @@ class Driver:
                 break
         self._say("")
 
-    async def _preempt(self, core: Any, custom: Any, result: BenchResult, port: int) -> None:
+    async def _preempt(self, result: BenchResult, port: int) -> None:
         """The preemption phase: a higher-priority gang arrives at the full cluster."""
         gang, shape = preemptor_gang(self.config)
         result.preemptor_members = gang.size
         loop = asyncio.get_running_loop()
         deleted_before = self.deleted
         created = loop.time()
-        await self._create(core, custom, [gang], shape)
+        await self._create([gang], shape)
         while len(self.preemptor_bound_at) < gang.size:
             await asyncio.sleep(0.05)
             self._say(f"\rpreemptor: {len(self.preemptor_bound_at)}/{gang.size} bound", end="")

@@ -52,6 +52,7 @@ __all__ = [
     "PodParseError",
     "Toleration",
     "group_claims",
+    "node_selector_terms",
     "parse_pod",
     "pod_requests",
 ]
@@ -493,6 +494,18 @@ def _term(raw: Any, at: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(
         _requirements(term.get("matchExpressions"), f"{at}.matchExpressions"),
         _requirements(term.get("matchFields"), f"{at}.matchFields"),
+    )
+
+
+def node_selector_terms(selector: Any, where: str) -> tuple[NodeSelectorTerm, ...]:
+    """The terms of a core/v1 ``NodeSelector`` object (as ResourceSlices and DRA allocations
+    carry them); :class:`PodParseError` naming the field when malformed."""
+    body = _map(selector, where)
+    if body is None:
+        raise _expected(where, "an object", selector)
+    at = f"{where}.nodeSelectorTerms"
+    return tuple(
+        _term(raw, f"{at}[{i}]") for i, raw in enumerate(_seq(body.get("nodeSelectorTerms"), at))
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +23,7 @@ from aiohttp import web
 from gang.kube.client import make_api_client
 from gang.kube.leanhttp import LeanError, LeanHTTP
 from gang.kube.transport import Kube, KubeError
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-async def _serve(handler: Handler, ssl_context: ssl.SSLContext | None = None) -> AsyncIterator[str]:
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+from tests.stand_in import serve
 
 
 def _plain(
@@ -80,7 +65,7 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode()
 
-    async for url in _serve(handler, server_ctx):
+    async for url in serve(handler, server_ctx):
         key_pem = client_cert.private_key_pem.bytes()
         cert_pem = b"".join(blob.bytes() for blob in client_cert.cert_chain_pems)
         kubeconfig = tmp_path / "kubeconfig"
@@ -138,7 +123,7 @@ async def test_an_expired_token_is_read_again_at_once_after_a_401() -> None:
             return web.json_response({"kind": "Status", "reason": "Unauthorized"}, status=401)
         return web.json_response({}, status=201)
 
-    async for url in _serve(handler):
+    async for url in serve(handler):
         lean = _plain(url, headers)
         try:
             assert (await lean.request("POST", "/x", b"{}")).status == 401
@@ -170,7 +155,7 @@ async def test_connection_close_chunked_bodies_and_retry_after() -> None:
             headers={"Retry-After": "3"},
         )
 
-    async for url in _serve(handler):
+    async for url in serve(handler):
         lean = _plain(url)
         try:
             for n in (1, 2):  # the server closes after each: a new connection each time
@@ -197,7 +182,7 @@ async def test_the_pool_never_opens_more_connections_than_its_limit() -> None:
         in_flight -= 1
         return web.json_response({"path": request.path})
 
-    async for url in _serve(handler):
+    async for url in serve(handler):
         lean = _plain(url, limit=3)
         try:
             replies = await asyncio.gather(
@@ -219,7 +204,7 @@ async def test_a_broken_or_silent_server_is_no_answer_and_the_pool_recovers() ->
             await asyncio.sleep(5)
         return web.json_response({"ok": True})
 
-    async for url in _serve(handler):
+    async for url in serve(handler):
         lean = _plain(url, limit=1, timeout=0.3)
         try:
             with pytest.raises(LeanError, match="connection lost"):
@@ -238,7 +223,7 @@ async def test_kube_turns_no_answer_into_a_retryable_error() -> None:
     async def handler(request: web.Request) -> web.Response:
         return web.json_response({})
 
-    async for url in _serve(handler):
+    async for url in serve(handler):
         dead = url  # the server stops when the loop ends: its port then refuses
     client = await make_api_client_for(dead)
     kube = Kube(client)
