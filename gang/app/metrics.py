@@ -57,6 +57,11 @@ class SchedulerCollector(Collector):
             ("gang_events_posted", "Events written", reporter.posted_events),
             ("gang_events_dropped", "Events dropped (queue full)", reporter.dropped_events),
             ("gang_status_writes", "PodGroup and queue status patches", reporter.status_writes),
+            (
+                "gang_pod_condition_writes",
+                "PodScheduled=False conditions written on pods that could not be placed",
+                reporter.pod_notes,
+            ),
         ):
             yield CounterMetricFamily(name, text, value=value)
         yield CounterMetricFamily(

@@ -60,10 +60,12 @@ def table(results: list[BenchResult]) -> str:
                 f"started ({r.startup_cpu_seconds:.2f} CPU s: imports, lists, first cycles)"
             )
         if r.pods_bound:
+            writes = r.status_writes + r.pod_condition_writes + r.events_posted
             lines.append(
                 f"  writes besides bindings: {r.status_writes} status patches, "
-                f"{r.events_posted} Events ({(r.status_writes + r.events_posted) / r.pods_bound:.2f}"
-                f" per bound pod); bindings in flight at the end: {r.bind_concurrency_limit}"
+                f"{r.pod_condition_writes} pod conditions, {r.events_posted} Events "
+                f"({writes / r.pods_bound:.2f} per bound pod); bindings in flight at the end: "
+                f"{r.bind_concurrency_limit}"
             )
         if r.preemptor_members:
             lines.append(

@@ -88,6 +88,7 @@ class BenchResult:
     #: the scheduler's writes besides bindings until the last binding (its /metrics)
     status_writes: int = 0
     events_posted: int = 0
+    pod_condition_writes: int = 0
     #: bindings in flight the scheduler allowed itself at the end (bind_concurrency: auto)
     bind_concurrency_limit: int = 0
     scheduler_peak_rss_mb: float = 0.0
@@ -426,6 +427,9 @@ class Driver:
             cpu_end = _cpu_seconds(sched_ps)
             result.status_writes = int(await _metric(port, "gang_status_writes_total"))
             result.events_posted = int(await _metric(port, "gang_events_posted_total"))
+            result.pod_condition_writes = int(
+                await _metric(port, "gang_pod_condition_writes_total")
+            )
             result.bind_concurrency_limit = int(await _metric(port, "gang_bind_concurrency_limit"))
             if self.config.preemptor:
                 await self._preempt(result, port)

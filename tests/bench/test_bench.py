@@ -117,8 +117,9 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     assert "start-up: first binding" in table([result])
     # what it wrote besides bindings while binding, and the bindings it allowed in flight
     assert result.status_writes >= 0 and result.events_posted >= 0
+    assert result.pod_condition_writes >= 0
     assert 4 <= result.bind_concurrency_limit <= 512
-    assert "writes besides bindings" in table([result])
+    assert "writes besides bindings" in table([result]) and " pod conditions, " in table([result])
 
 
 def test_bench_with_the_api_latency_model_measures_the_ceiling_on_the_same_server() -> None:

@@ -395,13 +395,19 @@ async def test_a_higher_priority_arrival_goes_first_and_a_malformed_hint_is_repo
     async with cluster("4:gpu=8") as env:
         api = env.api
         await high_priority(env)
-        for i in range(4):
+        # busy0 drains first but started last: preemption takes the most recently started
+        # pod, so urgent's victim is on a held node whatever second the others started in
+        for i in (1, 2, 3):
             await gang_of(env, f"busy{i}", 1, 8, run=2 + 2 * i)
-        await eventually(lambda: bound_all(env, [f"busy{i}-0" for i in range(4)]))
+        await eventually(lambda: bound_all(env, [f"busy{i}-0" for i in (1, 2, 3)]))
+        await asyncio.sleep(1.5)  # (pods' startTime has whole seconds)
+        await gang_of(env, "busy0", 1, 8, run=2)
+        await eventually(lambda: bound_all(env, ["busy0-0"]))
         big = await gang_of(env, "big", 2, 8, run=None)
 
         await eventually(reserved(env, "big"))
         held = set(reservation_of(env, "big").held)
+        assert (await api.bound())["busy0-0"] in held
         await api.create_podgroup(podgroup("urgent", 1, timeout=60))
         pod = timed_pod("urgent-0", "urgent", 8, None, priority_class="high")
         pod["metadata"]["annotations"][EXPECTED_RUN_ANNOTATION] = "soon"
