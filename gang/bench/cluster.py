@@ -34,6 +34,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import aiohttp
+
 from gang.models.podgroup import POD_GROUP_GROUP, POD_GROUP_PLURAL, POD_GROUP_VERSION
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
 
@@ -60,6 +62,8 @@ REQUEST_TIMEOUT = 60.0
 CREATE_TRIES = 8
 #: answers after which a create is worth trying again: throttled, or the server in trouble
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
+#: delete with no grace: no kubelet will ever confirm a benchmark pod gone
+FORCE_DELETE = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
 #: seconds after a namespace's deletion with no word from a namespace controller (a status
 #: condition) after which the benchmark finishes the deletion itself
 NO_NAMESPACE_CONTROLLER_AFTER = 10.0
@@ -286,8 +290,7 @@ class BenchCluster:
         it and the scheduler wrote there — pods, PodGroups, Events; nothing else is created in
         a namespace where no controller runs — and finalizes it itself."""
         pods = f"/api/v1/namespaces/{namespace}/pods"
-        force = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
-        await self._ignore_missing("DELETE", pods, force)
+        await self._ignore_missing("DELETE", pods, FORCE_DELETE)
         await self._ignore_missing(
             "DELETE", f"/api/v1/namespaces/{namespace}", {"propagationPolicy": "Background"}
         )
@@ -311,8 +314,23 @@ class BenchCluster:
                 await self._finish_namespace(namespace, current)
                 continue
             # the namespace controller deletes pods gracefully; none of them has a kubelet
-            await self._ignore_missing("DELETE", pods, force)
+            await self._ignore_missing("DELETE", pods, FORCE_DELETE)
             await asyncio.sleep(1.0)
+
+    async def delete_pods(self, namespace: str) -> None:
+        """Force-delete every pod of ``namespace`` and wait until they are gone. A collection
+        delete of thousands of pods can outlast the server's request timeout on a small control
+        plane and stop half way, so it is sent again while pods remain."""
+        pods = f"/api/v1/namespaces/{namespace}/pods"
+        loop = asyncio.get_running_loop()
+        while True:
+            with contextlib.suppress(BenchClusterError, aiohttp.ClientError):  # (tried again)
+                await self.request("DELETE", pods, FORCE_DELETE)
+            sent = loop.time()
+            while loop.time() - sent < 10:
+                if not (await self.request("GET", pods, query={"limit": 1}))["items"]:
+                    return
+                await asyncio.sleep(0.2)
 
     async def _finish_namespace(self, namespace: str, current: dict[str, Any]) -> None:
         """What the namespace controller would do for the benchmark's namespace: delete its

@@ -23,7 +23,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gang.models.podgroup import POD_GROUP_LABEL, RESERVED_CONDITION, held_nodes_of
+from gang.models.podgroup import (
+    HELD_MARKER,
+    POD_GROUP_LABEL,
+    RESERVED_CONDITION,
+    held_nodes_of,
+)
 from gang.models.quantity import resource_units
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
 
@@ -111,7 +116,7 @@ def _reserved(podgroups: Iterable[Obj], pods: Iterable[PodInfo]) -> dict[tuple[s
     for pod in pods:
         if not pod.group and not pod.assigned and pod.unschedulable_message:
             nodes = held_nodes_of(pod.unschedulable_message)
-            if nodes is not None or " node(s) held: " in pod.unschedulable_message:
+            if nodes is not None or HELD_MARKER in pod.unschedulable_message:
                 held[(pod.namespace, f"pod/{pod.name}")] = nodes or {"*"}
     for group in podgroups:
         for cond in (group.get("status") or {}).get("conditions") or []:

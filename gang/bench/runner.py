@@ -33,7 +33,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import psutil
 
@@ -450,14 +449,15 @@ class Driver:
             result.startup_cpu_seconds = self._cpu_at_first_bind - cpu_start
         await self._summarize(core, result, nodes)
         if self.config.ceiling_levels:
-            await self._ceiling(core, kubeconfig, result)
+            await self._ceiling(kubeconfig, result)
         return result
 
-    async def _ceiling(self, core: Any, kubeconfig: str, result: BenchResult) -> None:
+    async def _ceiling(self, kubeconfig: str, result: BenchResult) -> None:
         """The same pods again, bound by a binder that knows the answer (gang's scheduler is
         stopped by now): every pod of the run is deleted, created again, and bound."""
         self._say("ceiling: the same pods, bound with no decisions")
-        await self._delete_all_pods(core)
+        assert self.cluster is not None
+        await self.cluster.delete_pods(NAMESPACE)
         await self._create(self.gangs, with_groups=False)
         args = ["--kubeconfig", kubeconfig, "--namespace", NAMESPACE]
         args += ["--levels", ",".join(map(str, self.config.ceiling_levels))]
@@ -488,28 +488,6 @@ class Driver:
             }
             for s in body["segments"]
         ]
-
-    async def _delete_all_pods(self, core: Any) -> None:
-        """Delete every pod of the run and wait until they are gone. A collection delete of
-        thousands of pods can outlast the server's request timeout on a small control plane and
-        stop half way, so it is sent again while pods remain."""
-        loop = asyncio.get_running_loop()
-        while True:
-            with contextlib.suppress(TimeoutError, aiohttp.ClientError):  # (the next try answers)
-                await asyncio.wait_for(
-                    core.delete_collection_namespaced_pod(
-                        NAMESPACE, grace_period_seconds=0, _preload_content=False
-                    ),
-                    60,
-                )
-            sent = loop.time()
-            while loop.time() - sent < 10:
-                left = await (
-                    await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
-                ).json()
-                if not left["items"]:
-                    return
-                await asyncio.sleep(0.2)
 
     async def _create(
         self,

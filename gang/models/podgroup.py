@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
@@ -206,17 +206,21 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
     )
 
 
+#: what separates a hold's node count from the nodes' names in a ``Reserved`` message
+HELD_MARKER: Final = " node(s) held: "
+
+
 def held_nodes_text(nodes: Sequence[str]) -> str:
     """The start of a ``Reserved`` condition's message: how many nodes, and which."""
     shown = ", ".join(nodes[:_NODES_NAMED])
     if len(nodes) > _NODES_NAMED:
         shown += f", ... (and {len(nodes) - _NODES_NAMED} more)"
-    return f"{len(nodes)} node(s) held: {shown}"
+    return f"{len(nodes)}{HELD_MARKER}{shown}"
 
 
 def held_nodes_of(message: str) -> set[str] | None:
     """The nodes a ``Reserved`` condition's message names; None when it does not name all."""
-    _, found, rest = message.partition(" node(s) held: ")
+    _, found, rest = message.partition(HELD_MARKER)
     if not found:
         return None
     names = rest.split(";", 1)[0]

@@ -545,11 +545,7 @@ def _required_terms(affinity_raw: Any) -> tuple[NodeSelectorTerm, ...]:
     selector = _map(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"), where)
     if not selector:
         return ()
-    where += ".nodeSelectorTerms"
-    terms: list[NodeSelectorTerm] = []
-    for i, raw in enumerate(_seq(selector.get("nodeSelectorTerms"), where)):
-        terms.append(_term(raw, f"{where}[{i}]"))
-    return tuple(terms)
+    return node_selector_terms(selector, where)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -723,32 +719,29 @@ def _controller(value: Any) -> tuple[str, str] | None:
 # The entry point
 
 
-def _preemption_marked(status: Mapping[str, Any]) -> bool:
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        return False
-    return any(
-        isinstance(c, Mapping)
-        and c.get("type") == DISRUPTION_TARGET
-        and c.get("status") == "True"
-        and c.get("reason") == PREEMPTION_REASON
-        for c in conditions
-    )
-
-
-def _unschedulable_message(status: Mapping[str, Any]) -> str | None:
+def _condition(status: Mapping[str, Any], kind: str, value: str, reason: str) -> Any:
+    """The pod's condition of ``kind`` saying ``value`` for ``reason``, or None."""
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
         return None
     for c in conditions:
         if (
             isinstance(c, Mapping)
-            and c.get("type") == POD_SCHEDULED
-            and c.get("status") == "False"
-            and c.get("reason") == UNSCHEDULABLE_REASON
+            and c.get("type") == kind
+            and c.get("status") == value
+            and c.get("reason") == reason
         ):
-            return str(c.get("message") or "")
+            return c
     return None
+
+
+def _preemption_marked(status: Mapping[str, Any]) -> bool:
+    return _condition(status, DISRUPTION_TARGET, "True", PREEMPTION_REASON) is not None
+
+
+def _unschedulable_message(status: Mapping[str, Any]) -> str | None:
+    found = _condition(status, POD_SCHEDULED, "False", UNSCHEDULABLE_REASON)
+    return None if found is None else str(found.get("message") or "")
 
 
 def group_claims(

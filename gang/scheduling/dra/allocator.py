@@ -56,6 +56,8 @@ __all__ = ["AllocationError", "Allocator", "DeviceId", "SelectorMemo", "gather_p
 
 #: (driver, pool, device)
 DeviceId = tuple[str, str, str]
+#: (driver, pool, counter set, counter): one shared counter of a pool
+CounterKey = tuple[str, str, str, str]
 #: (expression, id of the Device object) → whether it selects the device
 SelectorMemo = dict[tuple[str, int], bool]
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -222,6 +224,15 @@ class _ConstraintState:
         self.values.pop()
 
 
+def _consumption(pool: Pool, device: Device) -> list[tuple[CounterKey, Decimal]]:
+    """What ``device`` draws from its pool's shared counters, per counter."""
+    return [
+        ((pool.driver, pool.name, counter_set, counter), amount)
+        for counter_set, counters in device.consumes_counters.items()
+        for counter, amount in counters.items()
+    ]
+
+
 def _same(a: AttributeValue, b: AttributeValue) -> bool:
     if type(a) is not type(b):
         return False
@@ -284,16 +295,14 @@ class _Search:
         self.results: list[list[_Result]] = [[] for _ in claims]
         self.constraints = [[_ConstraintState(c) for c in claim.constraints] for claim in claims]
         #: shared counters consumed: by devices in use (wherever they are), then by this search
-        self.counters: dict[tuple[str, str, str, str], Decimal] = {}
+        self.counters: dict[CounterKey, Decimal] = {}
         for pool in self.pools:
             for piece in pool.every:
                 for device in piece.devices:
                     if (pool.driver, pool.name, device.name) in allocator.in_use:
-                        for counter_set, counters in device.consumes_counters.items():
-                            for counter, amount in counters.items():
-                                key = (pool.driver, pool.name, counter_set, counter)
-                                self.counters[key] = self.counters.get(key, Decimal(0)) + amount
-        self.capacity = {
+                        for key, amount in _consumption(pool, device):
+                            self.counters[key] = self.counters.get(key, Decimal(0)) + amount
+        self.capacity: dict[CounterKey, Decimal] = {
             (pool.driver, pool.name, name, counter): amount
             for pool in self.pools
             for piece in pool.every
@@ -466,11 +475,7 @@ class _Search:
         self, index: int, claim: ResourceClaim, sub: SubRequest, candidate: _Candidate, must: bool
     ) -> Callable[[], None] | None:
         """Add ``candidate`` for ``sub``; the undo, or None when it cannot be added."""
-        consumed = [
-            ((candidate.pool.driver, candidate.pool.name, counter_set, counter), amount)
-            for counter_set, counters in candidate.device.consumes_counters.items()
-            for counter, amount in counters.items()
-        ]
+        consumed = _consumption(candidate.pool, candidate.device)
         for key, amount in consumed:
             if self.counters.get(key, Decimal(0)) + amount > self.capacity.get(key, Decimal(0)):
                 return None
