@@ -80,6 +80,12 @@ log = logging.getLogger(__name__)
 RETRY_SLACK_SECONDS = 0.05
 
 SCHEDULED, UNSCHEDULABLE, BACKOFF = "scheduled", "unschedulable", "backoff"
+
+
+class ReplanWhole:
+    """``_schedule``'s answer where a gang waiting in Permit must be placed again as a whole."""
+
+
 Key = tuple[str, str]
 Held = dict[Key, tuple[PodInfo, str]]
 #: repeat an identical FailedScheduling event for a gang at most this often (seconds)
@@ -164,6 +170,10 @@ class Cycle:
         self._kept = [*held.values(), *nominated.values()]
         try:
             outcome = self._schedule(gang, pending, held)
+            if isinstance(outcome, ReplanWhole):
+                held, pending = {}, self._unreserve_to_replan(gang, nominated)
+                outcome = self._schedule(gang, pending, held)
+                assert not isinstance(outcome, ReplanWhole)  # nothing is reserved now
         except PluginError as err:
             self.plugin_failures[err.plugin] = self.plugin_failures.get(err.plugin, 0) + 1
             self._restore(gang, held, nominated)
@@ -186,9 +196,26 @@ class Cycle:
             self._fail(gang, pods, message)
         return UNSCHEDULABLE if left else SCHEDULED
 
-    def _schedule(self, gang: Gang, pending: list[PodInfo], held: Held) -> str | Placement:
+    def _unreserve_to_replan(self, gang: Gang, nominated: Held) -> list[PodInfo]:
+        """Members that arrived during the gang's Permit wait fit nowhere beside the members
+        reserved before them (a launcher that needs a whole host, after its workers took a
+        share of every host in the rack): the gang gives up its reservations and placeholders
+        and is placed again as a whole, as if it had just come — else it would sit out its
+        Permit timeout holding room it can never complete. Nothing of it is bound, so nothing
+        is lost. Returns the members to place: all of them."""
+        self.unreserve(gang)
+        pending = gang.pending()
+        self._reservations_against(gang, pending)
+        self._kept = list(nominated.values())
+        return pending
+
+    def _schedule(
+        self, gang: Gang, pending: list[PodInfo], held: Held
+    ) -> str | Placement | ReplanWhole:
         """PreFilter → PreScore → Filter/Score/assign → Reserve: a failure message, or the
-        placement reserved."""
+        placement reserved; ``ReplanWhole`` where the members pending do not fit beside
+        those reserved in the gang's Permit wait (decided before any preemption or
+        reservation is tried for the pending members alone)."""
         profile = self._profile(gang)
         budget = profile.budgets.sync
         topology = self.state.topologies.constraint(
@@ -241,6 +268,8 @@ class Cycle:
             else:
                 result = placer.place(snap, pods, len(pods), anchors, gang.topology)
         if not isinstance(result, Placement):
+            if pending and gang.reserved and not gang.binding and not gang.bound():
+                return ReplanWhole()
             gang.last_unplaceable = result
             never = self._never_fits(gang, placer, pods, need, snap)
             if never is not None:  # no victim or finishing pod can help: an impossible gang

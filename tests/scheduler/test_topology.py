@@ -487,6 +487,39 @@ async def test_a_launcher_and_its_workers_share_one_rack() -> None:
         assert not any(n == launcher_host for p, n in bound.items() if p.startswith("mpi-worker"))
 
 
+async def test_a_launcher_created_after_its_workers_were_reserved_replans_the_gang() -> None:
+    """The workers come first and are reserved (spread over a rack, a share of every host);
+    the launcher, which needs a whole host, then fits nowhere beside them. The gang gives up
+    its reservations and is placed again as a whole, instead of holding the rack until its
+    Permit timeout."""
+    async with topology_env("kueue") as env:
+        await env.api.create_podgroup(podgroup("late", 13, timeout=600))
+        ask = kueue(required=RACK_LABEL)
+        workers = [
+            gang_pod(f"late-worker-{i}", "late", cpu="250m", memory="512Mi") for i in range(12)
+        ]
+        for pod in workers:
+            pod["metadata"]["annotations"] = ask
+        await env.api.create_pods(workers, NS)
+
+        async def workers_reserved() -> bool:
+            gang = find_gang(env.scheduler, NS, "late")
+            return gang is not None and len(gang.reserved) == 12
+
+        await eventually(workers_reserved)
+        gang = find_gang(env.scheduler, NS, "late")
+        assert gang is not None
+        hosts = set(gang.reserved.values())
+        assert len(hosts) == 4, hosts  # the workers share out the rack's four hosts
+        launcher = gang_pod("late-launcher", "late", cpu="1", memory="1Gi")
+        launcher["metadata"]["annotations"] = ask
+        await env.api.create_pods([launcher], NS)
+        await wait_bound(env, "late", 13)
+        assert len(await domains(env, "late")) == 1
+        bound = await env.api.bound(NS)
+        assert sum(1 for n in bound.values() if n == bound["late-launcher"]) == 1
+
+
 async def test_a_reservation_holds_the_rack_that_frees_first() -> None:
     """Every host busy; the pods of rack b2/r1 are declared to end first. A gang requiring a
     rack reserves that rack's four hosts (not the four hosts anywhere that free first), and
