@@ -33,7 +33,7 @@ EXAMPLES = ROOT / "examples"
 FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
 K8S_VERSIONS = ("1.28.0", "1.30.0", kubernetes_validate.latest_version())
 #: files that use a native gang API: validated from the first release that serves it
-FIRST_VERSION = {"jobset-native-podgroup.yaml": "1.37.0"}
+FIRST_VERSION = {"jobset-native-podgroup.yaml": "1.37.0", "dra-gang.yaml": "1.34.0"}
 #: the CRDs gang ships, by API group
 CRD_FILES = {
     "scheduling.x-k8s.io": ROOT / "manifests/crd-podgroups.yaml",
@@ -115,6 +115,7 @@ def claims(template: Obj) -> set[str]:
 
 def test_every_example_is_here_and_described() -> None:
     assert FILES == [
+        "dra-gang.yaml",
         "jobset-native-podgroup.yaml",
         "leaderworkerset-volcano.yaml",
         "mpi-job.yaml",

@@ -19,6 +19,7 @@ from typing import Any
 from gang.binding.binder import DefaultBinder
 from gang.models.settings import ProfileConfig, SchedulerConfig
 from gang.scheduling import framework as fw
+from gang.scheduling.dra.plugin import DynamicResources
 from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.plugins import (
     BUILTIN,
@@ -48,6 +49,7 @@ def _builtin_factories() -> dict[str, Factory]:
     factories["VolumeBinding"] = lambda args, ctx: VolumeBinding(
         ctx.kube, ctx.cache, float(args.get("bind_timeout_seconds", 600))
     )
+    factories["DynamicResources"] = lambda args, ctx: DynamicResources(ctx.kube, ctx.cache)
     factories["PodTopologySpread"] = _topology_spread
     factories["GangPreemption"] = _gang_preemption
     return factories
@@ -157,6 +159,7 @@ def default_plugins(config: SchedulerConfig) -> list[tuple[str, int]]:
         ("VolumeZone", 0),
         ("PodTopologySpread", w.pod_topology_spread),
         ("InterPodAffinity", w.inter_pod_affinity),
+        ("DynamicResources", 0),
         ("GangPreemption", 0),
         ("LeastAllocated", w.least_allocated),
         ("MostAllocated", w.most_allocated),

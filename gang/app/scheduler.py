@@ -53,6 +53,7 @@ from gang.scheduling.histogram import DurationHistogram
 from gang.scheduling.placement import Placer
 from gang.scheduling.tracker import ClusterState
 from gang.state.cache import ClusterCache
+from gang.state.dra import DRA_GROUP, DRA_KINDS, DRA_VERSION
 from gang.state.topologybook import TopologyBook
 
 log = logging.getLogger(__name__)
@@ -225,6 +226,24 @@ class GangScheduler:
                     self.informers.insert(len(self.informers) - 1, informer)
                     break
 
+    async def _watch_device_apis(self) -> None:
+        """Discovery: where the server serves ``resource.k8s.io/v1`` (Kubernetes 1.34+), watch
+        DeviceClasses, ResourceSlices and ResourceClaims. Elsewhere a pod with
+        ``spec.resourceClaims`` waits, saying the API is not served."""
+        if not await self.kube.serves(DRA_GROUP, DRA_VERSION, "resourceclaims"):
+            return
+        log.info("watching %s %s", DRA_GROUP, DRA_VERSION)
+        self.cache.devices.served = True
+        for plural in DRA_KINDS:
+            informer = Informer(
+                self.kube,
+                Kind(f"{plural}.{DRA_GROUP}", DRA_GROUP, DRA_VERSION, plural),
+                self.state.devices[plural],
+                resync_period=self.config.resync_period_seconds,
+                watch_timeout=self.config.watch_timeout_seconds,
+            )
+            self.informers.insert(len(self.informers) - 1, informer)  # before the pods'
+
     def pending_by_queue(self) -> dict[str, int]:
         """Per queue, its gangs with members waiting for placement."""
         out: dict[str, int] = {}
@@ -243,6 +262,7 @@ class GangScheduler:
         await self._watch_group_apis()
         await self._watch_queue_apis()
         await self._watch_topology_apis()
+        await self._watch_device_apis()
         try:
             async with asyncio.TaskGroup() as tasks:
                 for informer in self.informers:

@@ -410,6 +410,44 @@ class Kube:
         result: Obj = answer.json()
         return result
 
+    async def get_namespaced(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> Obj | None:
+        """GET one namespaced object of any API group (None when it does not exist)."""
+        try:
+            answer = await self.request(
+                lambda: self.custom.get_namespaced_custom_object(
+                    group, version, namespace, plural, name, _preload_content=False
+                ),
+                limited=False,
+            )
+        except KubeError as err:
+            if err.status == 404:
+                return None
+            raise
+        result: Obj = answer.json()
+        return result
+
+    async def replace_namespaced(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: Obj,
+        *,
+        status: bool = False,
+    ) -> Obj:
+        """PUT a namespaced object (or its ``status`` subresource) carrying its resourceVersion:
+        a 409 when it changed since it was read. Returns the object as written."""
+        path = f"/apis/{group}/{version}/namespaces/{quote(namespace)}/{plural}/{quote(name)}" + (
+            "/status" if status else ""
+        )
+        answer = await self.request(self._direct("PUT", path, body))
+        result: Obj = answer.json()
+        return result
+
     async def patch_custom_status(
         self, kind: Kind, namespace: str, name: str, status: Obj, subresource: bool = True
     ) -> None:

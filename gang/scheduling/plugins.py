@@ -16,6 +16,7 @@ import numpy as np
 
 from gang.models.settings import ScoreWeights
 from gang.scheduling import predicates
+from gang.scheduling.dra.plugin import DynamicResources
 from gang.scheduling.framework import (
     MAX_NODE_SCORE,
     Allow,
@@ -444,6 +445,7 @@ BUILTIN["PodTopologySpread"] = PodTopologySpread
 BUILTIN["NodeVolumeLimits"] = NodeVolumeLimits
 BUILTIN["VolumeBinding"] = VolumeBinding
 BUILTIN["VolumeZone"] = VolumeZone
+BUILTIN["DynamicResources"] = DynamicResources
 BUILTIN["MinResources"] = MinResources
 BUILTIN["GangPermit"] = GangPermit
 

@@ -40,6 +40,7 @@ from gang.scheduling.plugins import PrioritySort, default_filters
 from gang.scheduling.queues import QueueLedger
 from gang.scheduling.reservation import ReservationBook
 from gang.state.cache import ClusterCache
+from gang.state.dra import DRA_KINDS
 from gang.state.hypernodes import HyperNode, parse_hypernode
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import PodInfo, PodParseError, parse_pod
@@ -136,6 +137,10 @@ class ClusterState:
         #: PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes
         self.storage = {
             kind: self._catalog_handler(cache.volumes, kind, wakes=True) for kind in STORAGE_KINDS
+        }
+        #: DeviceClasses, ResourceSlices, ResourceClaims (dynamic resource allocation)
+        self.devices = {
+            kind: self._catalog_handler(cache.devices, kind, wakes=True) for kind in DRA_KINDS
         }
         #: PodDisruptionBudgets (preemption prefers victims that keep them)
         self.budgets = self._catalog_handler(cache.budgets, "PodDisruptionBudget", wakes=True)

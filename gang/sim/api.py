@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gang.sim import errors, events, pods, storage, workloads
+from gang.sim import dra, errors, events, pods, storage, workloads
 from gang.sim.errors import ApiError
 from gang.sim.patch import JSON_PATCH, PatchError, UnsupportedPatchType, apply_patch
-from gang.sim.resources import Registry, ResourceType
+from gang.sim.resources import DRA_API, Registry, ResourceType
 from gang.sim.store import Obj, Store
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -99,6 +99,11 @@ class SimApi:
         self.rt_storage_classes = self.registry.by_key("storage.k8s.io/v1/storageclasses")
         self.rt_csinodes = self.registry.by_key("storage.k8s.io/v1/csinodes")
         self.rt_pdbs = self.registry.by_key("policy/v1/poddisruptionbudgets")
+        #: resource.k8s.io/v1 (None on a version that does not serve it)
+        self.rt_device_classes = self.registry.find(DRA_API, "v1", "deviceclasses")
+        self.rt_resource_claims = self.registry.find(DRA_API, "v1", "resourceclaims")
+        self.rt_claim_templates = self.registry.find(DRA_API, "v1", "resourceclaimtemplates")
+        self.rt_resource_slices = self.registry.find(DRA_API, "v1", "resourceslices")
 
     def bootstrap(self) -> None:
         """What a fresh cluster has: the standard namespaces and system priority classes."""
@@ -269,6 +274,8 @@ class SimApi:
             # has looked at it (observedGeneration 0 < generation 1: evictions get a 429)
             return {**obj, "status": dict(EMPTY_PDB_STATUS)}
         admit = _WORKLOAD_ADMISSION.get(rt.key)
+        if rt.group == DRA_API:
+            admit = dra.ADMISSION.get(rt.kind)
         if admit is not None:
             try:
                 return admit(obj)
@@ -470,7 +477,7 @@ class SimApi:
                 meta.pop(immutable, None)
         if subresource == "status":
             status = obj.get("status")
-            if rt.builtin:
+            if rt.builtin and rt is not self.rt_resource_claims:
                 # pods/status, nodes/status: the spec is kept, metadata (labels, annotations)
                 # may change; pods keep their ownerReferences
                 obj = {**current, "metadata": meta}
@@ -480,7 +487,9 @@ class SimApi:
                     else:
                         meta.pop("ownerReferences", None)
             else:
-                obj = {**current}  # a custom resource's status write changes status only
+                # a custom resource's status write changes status only; so does a claim's
+                # (ResetObjectMetaForStatus keeps labels, annotations, finalizers, owners)
+                obj = {**current}
             if status is None:
                 obj.pop("status", None)
             else:
@@ -503,6 +512,8 @@ class SimApi:
             self._default_on_update(rt, obj)
         if rt is self.rt_namespaces:
             obj["metadata"] = _label_namespace(dict(obj["metadata"]))
+        if rt.group == DRA_API:
+            self._validate_dra_update(rt, current, obj, subresource)
         obj["metadata"] = {**obj["metadata"], "resourceVersion": cur_meta["resourceVersion"]}
         if obj == current:
             return self.to_view(rt, current)  # a no-op write does not bump the resourceVersion
@@ -522,9 +533,22 @@ class SimApi:
             return self.to_view(rt, self.store.commit(rt.storage_key, obj, deleted=True))
         return self.to_view(rt, self.store.commit(rt.storage_key, obj))
 
+    def _validate_dra_update(
+        self, rt: ResourceType, current: Obj, obj: Obj, subresource: str | None
+    ) -> None:
+        """ValidateUpdate of resource.k8s.io objects (``gang.sim.dra``): 422 on a refusal."""
+        if subresource == "status":
+            causes = dra.claim_status_causes(obj, current)
+        else:
+            causes = dra.update_causes(rt.kind, obj, current)
+        if causes:
+            raise errors.invalid(rt, current["metadata"]["name"], causes)
+
     def _default_on_update(self, rt: ResourceType, obj: Obj) -> None:
         """The v1 defaults a real server applies when it decodes any write, not only a create."""
-        if rt in (self.rt_pvcs, self.rt_pvs):
+        if rt.group == DRA_API:
+            dra.default_on_update(rt.kind, obj)
+        elif rt in (self.rt_pvcs, self.rt_pvs):
             spec = obj["spec"] = dict(obj.get("spec") or {})
             spec.setdefault("volumeMode", "Filesystem")
             if rt is self.rt_pvs:

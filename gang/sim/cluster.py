@@ -13,7 +13,9 @@ Like a real cluster it runs the Job and StatefulSet controllers (``gang.sim.cont
 default, so ``batch/v1`` Jobs and ``apps/v1`` StatefulSets turn into pods, and a PV controller
 with a dynamic provisioner (``gang.sim.volumes``), so PersistentVolumeClaims get bound, and the
 disruption controller (``gang.sim.disruption``), so PodDisruptionBudgets have a current status
-for the Eviction API to check; ``controllers=False`` leaves them all inert (only the objects are
+for the Eviction API to check, and the resource claim controller (``gang.sim.resourceclaims``),
+so pods asking for devices through ResourceClaimTemplates get their claims and finished pods give
+their devices back; ``controllers=False`` leaves them all inert (only the objects are
 stored, and evictions of Running pods under a budget get 429: its status is never processed).
 The kubelet stand-in is off by default, and so is the write latency model (``latency=``, an
 ``ApiLatency``: bounded apiserver workers, ``gang.sim.latency``). ``kubernetes_version`` (1.35,
@@ -44,6 +46,7 @@ from gang.sim.faults import Faults
 from gang.sim.kubelet import Kubelet, KubeletConfig
 from gang.sim.latency import ApiLatency
 from gang.sim.nodespec import NodePool, node_objects, parse_pools
+from gang.sim.resourceclaims import ResourceClaimController
 from gang.sim.resources import DEFAULT_KUBERNETES_VERSION, Registry
 from gang.sim.server import ServerConfig, SimServer
 from gang.sim.snapshot import load_into
@@ -124,6 +127,13 @@ class SimCluster:
         self.volumes = VolumeController(self.api, provisioning_delay) if controllers else None
         #: the PodDisruptionBudget status controller stand-in (None with ``controllers=False``)
         self.disruption = DisruptionController(self.api) if controllers else None
+        #: the resource claim controller stand-in (None with ``controllers=False`` or on a
+        #: version without resource.k8s.io/v1)
+        self.resource_claims = (
+            ResourceClaimController(self.api)
+            if controllers and self.api.rt_resource_claims is not None
+            else None
+        )
         self._kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._runner: web.AppRunner | None = None
@@ -154,6 +164,8 @@ class SimCluster:
             self.volumes.start()
         if self.disruption is not None:
             self.disruption.start()
+        if self.resource_claims is not None:
+            self.resource_claims.start()
         if self.port == 0:
             self.port = _free_port(self.host)
         await self.start_server()
@@ -170,6 +182,8 @@ class SimCluster:
             self.volumes.stop()
         if self.disruption is not None:
             self.disruption.stop()
+        if self.resource_claims is not None:
+            self.resource_claims.stop()
         await self.stop_server()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()

@@ -27,6 +27,7 @@ class FaultCounts:
     history_expiries: int = 0
     restarts: int = 0
     events_dropped: int = 0
+    conflicts: int = 0
 
 
 @dataclass(slots=True)
@@ -47,6 +48,9 @@ class Faults:
     #: probability that one watch event is silently not sent to one watcher; the stream goes
     #: on, so the watcher never learns of the change until it lists again.
     drop_event_rate: float = 0.0
+    #: (method, path) → how many more such requests to answer 409 Conflict, as if the object
+    #: had changed since it was read (a write racing another writer, on demand)
+    conflicts: dict[tuple[str, str], int] = field(default_factory=dict)
     seed: int | None = None
     counts: FaultCounts = field(default_factory=FaultCounts)
     _rng: random.Random = field(init=False, repr=False)
@@ -74,6 +78,21 @@ class Faults:
             return errors.internal_error("injected fault")
         return None
 
+    def injected_conflict(self, method: str, path: str) -> ApiError | None:
+        left = self.conflicts.get((method, path), 0)
+        if left <= 0:
+            return None
+        self.conflicts[(method, path)] = left - 1
+        self.counts.conflicts += 1
+        name = path.rstrip("/").removesuffix("/status").rpartition("/")[2]
+        return ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again",
+            {"name": name},
+        )
+
     def drop_event(self) -> bool:
         """Whether to silently skip the next watch event for one watcher."""
         if self.drop_event_rate > 0 and self._rng.random() < self.drop_event_rate:
@@ -89,3 +108,4 @@ class Faults:
         self.latency = self.latency_jitter = self.binding_latency = 0.0
         self.throttle_rate = self.error_rate = self.drop_event_rate = 0.0
         self.watch_drop_after = None
+        self.conflicts.clear()

@@ -13,7 +13,13 @@ jobs. When enabled, this stand-in plays every node's kubelet:
   kubelet counts from ``status.startTime``) is ``Failed`` with reason ``DeadlineExceeded``: a
   scheduler that plans with declared run times must see what a real cluster does to a job that
   outlives its declaration;
-- a pod being deleted gracefully is removed after ``min(grace, termination_delay)`` seconds.
+- a pod being deleted gracefully is removed after ``min(grace, termination_delay)`` seconds;
+- a pod with ``spec.resourceClaims`` starts only when every claim it names exists, is its own
+  (when made from a template) and lists it in ``status.reservedFor`` (so is allocated), as the
+  kubelet's DRA manager checks before it prepares the devices; otherwise it stays ``Pending``
+  with a Warning ``FailedPrepareDynamicResources`` Event (upstream's words, one Event per
+  distinct message) and is tried again when a claim in its namespace or the pod changes, and
+  every ``dra_retry_seconds``. Devices are not prepared: a reserved claim is enough.
 
 It is off by default in tests, so tests control lifecycles explicitly.
 """
@@ -21,10 +27,20 @@ It is off by default in tests, so tests control lifecycles explicitly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from gang.sim.api import SimApi, rfc3339
+from gang.sim.errors import ApiError
+from gang.sim.resourceclaims import (
+    ClaimNameError,
+    claim_name,
+    is_reserved_for,
+    not_for_pod,
+    pod_claims,
+)
 from gang.sim.store import DELETED, Obj, StoredEvent
 
 RUN_SECONDS = "gang.sim/run-seconds"
@@ -35,12 +51,16 @@ DEADLINE_REASON = "DeadlineExceeded"
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 #: a container killed by the kubelet (SIGKILL: 128 + 9)
 KILLED_EXIT_CODE = 137
+#: the Event the kubelet posts when a pod's ResourceClaims are not ready for it
+DRA_FAILED_REASON = "FailedPrepareDynamicResources"
 
 
 @dataclass(slots=True)
 class KubeletConfig:
     start_delay: float = 0.5
     termination_delay: float = 0.2
+    #: how often a pod refused for its ResourceClaims is tried again (besides claim changes)
+    dra_retry_seconds: float = 2.0
 
 
 class Kubelet:
@@ -54,6 +74,10 @@ class Kubelet:
         #: exact start instants by pod uid: ``status.startTime`` only has whole seconds
         self._started: dict[str, float] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        claims = api.rt_resource_claims
+        self._claims = claims.storage_key if claims is not None else None
+        #: pods not started for their ResourceClaims → the last message posted about it
+        self._refused: dict[tuple[str, str], str] = {}
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -67,13 +91,18 @@ class Kubelet:
             timer.cancel()
         self._timers.clear()
         self._started.clear()
+        self._refused.clear()
 
     def _on_event(self, storage_key: str, event: StoredEvent) -> None:
+        if storage_key == self._claims:
+            self._retry_refused(event.obj["metadata"].get("namespace", ""))
+            return
         if storage_key != self._storage:
             return
         if event.type == DELETED:
             self._started.pop(event.obj["metadata"].get("uid", ""), None)
             key = _key(event.obj)
+            self._refused.pop(key, None)
             timer = self._timers.pop(key, None)
             if timer is not None:
                 timer.cancel()
@@ -96,6 +125,8 @@ class Kubelet:
             self._set_timer(key, delay, self._finish_deletion, replace=True)
         elif phase == "Running":
             self._plan_end(key, pod)
+        elif phase == "Pending" and key in self._refused:
+            self._set_timer(key, 0.0, self._start, replace=True)  # its claims may be ready now
         elif key in self._timers:
             return
         elif phase == "Pending":
@@ -148,11 +179,92 @@ class Kubelet:
     def _write_status(self, pod: Obj, status: dict[str, Any]) -> None:
         self.api.store.commit(self._storage, {**pod, "status": status})
 
+    # --- Dynamic Resource Allocation: the DRA manager's checks before a pod starts ---------
+
+    def _retry_refused(self, namespace: str) -> None:
+        """A claim changed: try the pods of its namespace that wait for their claims now."""
+        for key in [k for k in self._refused if k[0] == namespace]:
+            self._set_timer(key, 0.0, self._start, replace=True)
+
+    def _claims_problem(self, pod: Obj) -> str | None:
+        """Why the DRA manager would not prepare the pod's claims (its words), or None."""
+        if self._claims is None:
+            return None
+        meta = pod["metadata"]
+        for pod_claim in pod_claims(pod):
+            try:
+                name, check_owner = claim_name(pod, pod_claim)
+            except ClaimNameError as err:
+                return str(err)
+            if name is None:
+                continue
+            claim = self.api.store.get(self._claims, meta.get("namespace", ""), name)
+            if claim is None:
+                return (
+                    f'fetch ResourceClaim {name}: resourceclaims.resource.k8s.io "{name}" not found'
+                )
+            foreign = not_for_pod(pod, claim) if check_owner else None
+            if foreign is not None:
+                return foreign
+            if not is_reserved_for(pod, claim):
+                return (
+                    f"pod {meta['name']} ({meta.get('uid')}) is not allowed to use ResourceClaim "
+                    f"{name} ({claim['metadata'].get('uid')})"
+                )
+        return None
+
+    def _refuse(self, pod: Obj, problem: str) -> None:
+        """Keep the pod Pending: an Event (once per message), and a retry later."""
+        key = _key(pod)
+        message = f"Failed to prepare dynamic resources: prepare dynamic resources: {problem}"
+        if self._refused.get(key) != message:
+            self._post_event(pod, "Warning", DRA_FAILED_REASON, message)
+        self._refused[key] = message
+        self._set_timer(key, self.config.dra_retry_seconds, self._start, replace=True)
+
+    def _post_event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        meta = pod["metadata"]
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        now = rfc3339(self.api.clock())
+        body = {
+            "metadata": {
+                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
+                "namespace": meta.get("namespace"),
+            },
+            "involvedObject": {
+                "kind": "Pod",
+                "namespace": meta.get("namespace"),
+                "name": meta["name"],
+                "uid": meta.get("uid"),
+                "apiVersion": "v1",
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "source": {"component": "kubelet", "host": node},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "type": type_,
+            "reportingComponent": "kubelet",
+            "reportingInstance": node,
+        }
+        with contextlib.suppress(ApiError):  # best effort, as client-go's event recorder
+            self.api.create(self.api.rt_events, meta.get("namespace"), body)
+
+    # --- the pod lifecycle -------------------------------------------------------------------
+
     def _start(self, pod: Obj) -> None:
         if (pod.get("status") or {}).get("phase") != "Pending" or pod["metadata"].get(
             "deletionTimestamp"
         ):
+            self._refused.pop(_key(pod), None)
             return
+        problem = self._claims_problem(pod)
+        if problem is not None:
+            self._refuse(pod, problem)
+            return
+        self._refused.pop(_key(pod), None)
         started_at = self.api.clock()
         self._started[pod["metadata"].get("uid", "")] = started_at
         now = rfc3339(started_at)

@@ -273,6 +273,9 @@ _MERGE_KEYS: Final[Mapping[str, str]] = MappingProxyType(
         "addresses": "type",
         "hostAliases": "ip",
         "resourceClaims": "name",
+        "resourceClaimStatuses": "name",
+        # a ResourceClaim's consumers (kube-scheduler reserves with a strategic merge patch)
+        "reservedFor": "uid",
     }
 )
 #: lists of primitives merged as sets

@@ -423,6 +423,58 @@ QUEUE_TYPES: tuple[ResourceType, ...] = (
 )
 
 
+#: Dynamic Resource Allocation (``resource.k8s.io``), served as v1 from Kubernetes 1.34 on:
+#: the kinds ``gang.models.dra`` reads, the claim controller stand-in
+#: (``gang.sim.resourceclaims``) and the kubelet stand-in act on, and the server-side rules
+#: ``gang.sim.dra`` applies. No short names, as upstream; every DELETE answers the object.
+DRA_API = "resource.k8s.io"
+DRA_SINCE = (1, 34)
+DRA_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(
+        DRA_API,
+        "v1",
+        "deviceclasses",
+        "DeviceClass",
+        namespaced=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+    ),
+    ResourceType(
+        DRA_API,
+        "v1",
+        "resourceclaims",
+        "ResourceClaim",
+        namespaced=True,
+        subresources=("status",),
+        return_deleted_object=True,
+    ),
+    ResourceType(
+        DRA_API,
+        "v1",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        namespaced=True,
+        return_deleted_object=True,
+    ),
+    ResourceType(
+        DRA_API,
+        "v1",
+        "resourceslices",
+        "ResourceSlice",
+        namespaced=False,
+        return_deleted_object=True,
+        tracks_generation=True,
+        extra_field_selectors=frozenset({"spec.nodeName", "spec.driver"}),
+    ),
+)
+
+
+def serves_dra(kubernetes_version: str) -> bool:
+    """Whether a cluster of this version serves ``resource.k8s.io/v1`` (1.34 and newer)."""
+    major, minor = (int(part) for part in kubernetes_version.split(".")[:2])
+    return (major, minor) >= DRA_SINCE
+
+
 #: the topology APIs (Kueue's and KAI's Topology, as upstream's with no status subresource;
 #: Volcano's HyperNode, with one), served by every version; CRDs in ``manifests/extra-apis/``
 TOPOLOGY_TYPES: tuple[ResourceType, ...] = (
@@ -450,8 +502,8 @@ def resource_types(
     """Every type a cluster of ``kubernetes_version`` serves, in discovery order.
 
     The native gang types join their group right after ``v1`` PriorityClasses (the group's
-    preferred version stays ``v1``, as on a real server); the CRDs come last, as aggregated
-    CRD groups do.
+    preferred version stays ``v1``, as on a real server), the DRA types (1.34 and newer) follow
+    the built-in groups; the CRDs come last, as aggregated CRD groups do.
     """
     if kubernetes_version not in NATIVE_GANG_TYPES:
         raise ValueError(
@@ -459,10 +511,15 @@ def resource_types(
             f"one of {', '.join(KUBERNETES_VERSIONS)}"
         )
     out: list[ResourceType] = []
+    dra = DRA_TYPES if serves_dra(kubernetes_version) else ()
     for rt in RESOURCE_TYPES:
+        if not rt.builtin:
+            out.extend(dra)
+            dra = ()
         out.append(rt)
         if rt.group == NATIVE_SCHEDULING_API:
             out.extend(NATIVE_GANG_TYPES[kubernetes_version])
+    out.extend(dra)
     out.extend(OPERATOR_POD_GROUP_TYPES)
     out.extend(QUEUE_TYPES)
     out.extend(TOPOLOGY_TYPES)

@@ -268,7 +268,9 @@ class SimServer:
             delay = self.faults.request_delay(binding)
             if delay > 0:
                 await asyncio.sleep(delay)
-            injected = self.faults.injected_error()
+            injected = self.faults.injected_error() or self.faults.injected_conflict(
+                request.method, request.path
+            )
             if injected is not None:
                 raise injected
         return await handler(request)

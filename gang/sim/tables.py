@@ -354,6 +354,20 @@ _NAMESPACE_COLUMNS: Final = (
     _AGE_COL,
 )
 
+_RESOURCE_CLAIM_COLUMNS: Final = (
+    _NAME_COL,
+    _col("State", "A summary of the current state (allocated, pending, reserved, etc.)."),
+    _AGE_COL,
+)
+
+_RESOURCE_SLICE_COLUMNS: Final = (
+    _NAME_COL,
+    _col("Node", "NodeName identifies the node which provides the resources in this pool."),
+    _col("Driver", "Driver identifies the DRA driver providing the capacity information."),
+    _col("Pool", "Name is used to identify the pool."),
+    _AGE_COL,
+)
+
 _DEFAULT_COLUMNS: Final = (_NAME_COL, _AGE_COL)
 
 
@@ -653,6 +667,38 @@ def _namespace_row(namespace: Mapping[str, Any], now: datetime) -> dict[str, Any
     return {"cells": [_name(namespace), phase, _age(namespace, now)]}
 
 
+def _resource_claim_state(claim: Mapping[str, Any]) -> str:
+    """printers.go's resourceClaimState: deleted / pending / allocated,reserved."""
+    deleted = bool(_map(claim, "metadata").get("deletionTimestamp"))
+    status = _map(claim, "status")
+    states = ["deleted"] if deleted else []
+    if not status.get("allocation"):
+        if not deleted:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+    return ",".join(states)
+
+
+def _resource_claim_row(claim: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    return {"cells": [_name(claim), _resource_claim_state(claim), _age(claim, now)]}
+
+
+def _resource_slice_row(resource_slice: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    spec = _map(resource_slice, "spec")
+    return {
+        "cells": [
+            _name(resource_slice),
+            _str(spec, "nodeName"),
+            _str(spec, "driver"),
+            _str(_map(spec, "pool"), "name"),
+            _age(resource_slice, now),
+        ]
+    }
+
+
 def _default_row(obj: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     return {"cells": [_name(obj), _age(obj, now)]}
 
@@ -667,6 +713,8 @@ _PRINTERS: Final[dict[str, tuple[tuple[dict[str, Any], ...], _RowPrinter]]] = {
     "events": (_EVENT_COLUMNS, _event_row),
     "leases": (_LEASE_COLUMNS, _lease_row),
     "namespaces": (_NAMESPACE_COLUMNS, _namespace_row),
+    "resourceclaims": (_RESOURCE_CLAIM_COLUMNS, _resource_claim_row),
+    "resourceslices": (_RESOURCE_SLICE_COLUMNS, _resource_slice_row),
 }
 
 

@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from gang.models.quantity import QuantityError, resource_units
 from gang.state.disruption import DisruptionBudgets
+from gang.state.dra import DraCatalog
 from gang.state.hypernodes import HyperNode
 from gang.state.nodefacts import NodeFacts, node_facts
 from gang.state.podindex import PodIndex
@@ -101,6 +102,8 @@ class Snapshot:
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: claims, volumes, storage classes, CSI limits; live like ``pods``
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
+    #: DeviceClasses, ResourceSlices, ResourceClaims (dynamic resource allocation); live
+    devices: DraCatalog = field(default_factory=DraCatalog)
     #: Services' and controllers' selectors (default spreading); live like ``pods``
     selecting: SelectorCatalog = field(default_factory=SelectorCatalog)
     #: reservations: ``free`` as it was before the holds of other gangs' reservations were
@@ -144,6 +147,7 @@ class ClusterCache:
         self.on_hold: Callable[[tuple[str, str, str], Vector], None] | None = None
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         self.volumes = VolumeCatalog()
+        self.devices = DraCatalog()
         self.selecting = SelectorCatalog()
         self.budgets = DisruptionBudgets()
         self._domains = NodeDomains([])
@@ -390,6 +394,7 @@ class ClusterCache:
             pods=self.pods_by_label,
             namespace_labels=self.namespace_labels,
             volumes=self.volumes,
+            devices=self.devices,
             selecting=self.selecting,
         )
 

@@ -32,9 +32,9 @@ from gang.state.podrules import (
     PodRules,
     RuleError,
     parse_claims,
+    parse_device_claims,
     parse_pod_affinity,
     parse_spread,
-    unsupported_fields,
 )
 
 __all__ = [
@@ -216,6 +216,9 @@ class PodInfo:
     task: str = ""
     #: what the pod asks of the topology (Kueue's pod-template annotations, KAI's)
     topology: tuple[TopologyAsk, ...] = ()
+    #: ``status.resourceClaimStatuses``: the ResourceClaim the resourceclaim controller made for
+    #: each of the pod's template claims (pod claim name → claim name; None: none is needed)
+    claim_statuses: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -641,7 +644,8 @@ def _rules(
             parse_spread(spread, labels),
             _preferred_terms(affinity),
             claims,
-            unsupported_fields(spec) + refused_volumes,
+            refused_volumes,
+            parse_device_claims(spec),
         )
     except RuleError as err:
         raise PodParseError(str(err)) from None
@@ -656,6 +660,22 @@ def _rules(
 
 _INTERN_LIMIT: Final = 8192
 _INTERNED_RULES: dict[PodRules, PodRules] = {}
+
+
+def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    found: list[tuple[str, str | None]] = []
+    for i, entry in enumerate(
+        _seq(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses")
+    ):
+        where = f"status.resourceClaimStatuses[{i}]"
+        item = _map(entry, where) or {}
+        name = _str(item.get("name"), f"{where}.name")
+        if not name:
+            raise PodParseError(f"{where}.name: Required value")
+        found.append(
+            (name, _str(item.get("resourceClaimName"), f"{where}.resourceClaimName") or None)
+        )
+    return tuple(found)
 
 
 # --------------------------------------------------------------------------------------------
@@ -877,6 +897,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         start_time=_timestamp(status.get("startTime"), "status.startTime") or created,
         preemption_marked=_preemption_marked(status),
         unschedulable_message=_unschedulable_message(status),
+        claim_statuses=_claim_statuses(status),
         declared_run=declared,
         declared_run_error=declared_error,
         group_conflict=conflict,

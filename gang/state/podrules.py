@@ -14,7 +14,9 @@ What is resolved at parse time, as the API server and kube-scheduler do before a
 - a generic ephemeral volume names its claim ``<pod>-<volume>``.
 
 Fields kube-scheduler reads that gang cannot honour yet are listed in ``unsupported`` so the pod
-is refused loudly instead of placed against a rule it did not check.
+is refused loudly instead of placed against a rule it did not check. ``spec.resourceClaims`` (the
+devices of dynamic resource allocation) are read as references; the claims themselves are
+``gang.state.dra``'s.
 """
 
 from __future__ import annotations
@@ -276,12 +278,39 @@ def parse_claims(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[str, ...
     return tuple(dict.fromkeys(claims)), tuple(unsupported)
 
 
-def unsupported_fields(spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """Fields that change where kube-scheduler may place a pod and that gang cannot honour."""
-    found: list[str] = []
-    if spec.get("resourceClaims"):
-        found.append("spec.resourceClaims (dynamic resource allocation)")
-    return tuple(found)
+@dataclass(frozen=True, slots=True)
+class DeviceClaimRef:
+    """One entry of ``spec.resourceClaims``: a ResourceClaim by name, or one the resourceclaim
+    controller makes for the pod from a template (its name then read from the pod's
+    ``status.resourceClaimStatuses``)."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+
+
+def parse_device_claims(spec: Mapping[str, Any]) -> tuple[DeviceClaimRef, ...]:
+    """``spec.resourceClaims`` (dynamic resource allocation), as the API server validates it."""
+    refs: list[DeviceClaimRef] = []
+    for i, raw in enumerate(_list(spec.get("resourceClaims"), "spec.resourceClaims")):
+        entry = _object(raw, f"spec.resourceClaims[{i}]")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise RuleError(f"spec.resourceClaims[{i}].name: Required value")
+        claim, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
+        if (claim is None) == (template is None):
+            raise RuleError(
+                f"spec.resourceClaims[{i}]: Invalid value: must specify one of: "
+                "`resourceClaimName`, `resourceClaimTemplateName`"
+            )
+        for field_name, value in (
+            ("resourceClaimName", claim),
+            ("resourceClaimTemplateName", template),
+        ):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise RuleError(f"spec.resourceClaims[{i}].{field_name}: must be a name")
+        refs.append(DeviceClaimRef(name, claim, template))
+    return tuple(refs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +328,8 @@ class PodRules:
     claims: tuple[str, ...] = ()
     #: fields gang cannot honour yet, as paths with a word of explanation
     unsupported: tuple[str, ...] = ()
+    #: ResourceClaims the pod uses (dynamic resource allocation: devices)
+    device_claims: tuple[DeviceClaimRef, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(
@@ -307,6 +338,7 @@ class PodRules:
             or self.preferred_nodes
             or self.claims
             or self.unsupported
+            or self.device_claims
         )
 
 

@@ -209,38 +209,6 @@ async def test_soft_rules_steer_without_blocking() -> None:
         await env.api.assert_not_overcommitted()
 
 
-async def test_a_dra_claim_is_refused_loudly_and_others_are_served() -> None:
-    """``spec.resourceClaims`` (DRA) is not honoured yet: the gang is not placed, its pods get a
-    FailedScheduling Event and its PodGroup a condition naming the field; a plain gang binds."""
-    async with gang_env("4:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
-        claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
-        refused = await create_gang(env, "dra", 2, {"app": "dra"}, resourceClaims=claims)
-        plain = await create_gang(env, "plain", 2, {"app": "plain"})
-        await bound_all(env, plain)
-
-        async def condition_names_the_field() -> bool:
-            status = (await env.api.get_podgroup("dra")).get("status") or {}
-            return any(
-                c["type"] == "Supported"
-                and c["status"] == "False"
-                and c["reason"] == "UnsupportedField"
-                and "spec.resourceClaims" in c["message"]
-                for c in status.get("conditions") or []
-            )
-
-        async def pods_told() -> bool:
-            told = {
-                e["involvedObject"]["name"]
-                for e in await env.api.events()
-                if e["reason"] == "FailedScheduling" and "spec.resourceClaims" in e["message"]
-            }
-            return set(refused) <= told
-
-        await eventually(condition_names_the_field)
-        await eventually(pods_told)
-        assert not set(refused) & set(await env.api.bound())
-
-
 async def test_pods_behind_a_service_are_spread_by_kube_scheduler_s_defaults() -> None:
     """No constraint of their own, but a Service selects them: the System default constraints
     (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) spread them over nodes, where

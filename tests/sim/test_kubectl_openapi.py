@@ -27,6 +27,7 @@ COMMON_VERSIONS = {
     "coordination.k8s.io/v1",
     "events.k8s.io/v1",
     "policy/v1",
+    "resource.k8s.io/v1",
     "scheduling.k8s.io/v1",
     "storage.k8s.io/v1",
     "scheduling.x-k8s.io/v1alpha1",

@@ -24,6 +24,8 @@ GROUPS = {
     "batch": ["v1"],
     "apps": ["v1"],
     "policy": ["v1"],
+    # Dynamic Resource Allocation, served by every version the simulator can be (1.34+)
+    "resource.k8s.io": ["v1"],
     "scheduling.x-k8s.io": ["v1alpha1"],
     "scheduling.sigs.k8s.io": ["v1alpha1"],
     "scheduling.volcano.sh": ["v1beta1"],
@@ -216,6 +218,16 @@ async def test_podgroup_resource_list(raw: Raw) -> None:
         ("batch", {"jobs", "jobs/status"}),
         ("apps", {"statefulsets", "statefulsets/status", "replicasets", "replicasets/status"}),
         ("policy", {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
+        (
+            "resource.k8s.io",
+            {
+                "deviceclasses",
+                "resourceclaims",
+                "resourceclaims/status",
+                "resourceclaimtemplates",
+                "resourceslices",
+            },
+        ),
         (
             "scheduling.x-k8s.io",
             {"podgroups", "podgroups/status", "elasticquotas", "elasticquotas/status"},

@@ -28,8 +28,10 @@ def test_default_profile_has_every_builtin_at_its_points() -> None:
         "UnsupportedFields",
         "MinResources",
         "VolumeBinding",
+        "DynamicResources",
     ]
-    assert [x.name for x in p.pre_binds] == ["VolumeBinding"]
+    assert [x.name for x in p.pre_binds] == ["VolumeBinding", "DynamicResources"]
+    assert [x.name for x in p.reserves] == ["DynamicResources"]
     assert [f.name for f in p.static_filters] == [
         "NodeUnschedulable",
         "TaintToleration",
@@ -43,6 +45,7 @@ def test_default_profile_has_every_builtin_at_its_points() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
     # the placement rules' scores weigh as in kube-scheduler's default profile
     assert [(s.name, w) for s, w in p.scores] == [

@@ -47,12 +47,11 @@ from gang.models.dra import (
     SubRequest,
     Version,
 )
-from gang.scheduling.dra.cel import SelectorError, device_variable, matches
 from gang.scheduling.predicates import term_matches
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import PodParseError, node_selector_terms
 
-__all__ = ["AllocationError", "Allocator", "DeviceId", "SelectorMemo", "gather_pools"]
+__all__ = ["AllocationError", "Allocator", "DeviceId", "SelectorMemo", "gather_pools", "reaches"]
 
 #: (driver, pool, device)
 DeviceId = tuple[str, str, str]
@@ -89,6 +88,15 @@ def _selector_matches(selector: Mapping[str, Any] | None, node: NodeFacts, where
     except PodParseError as err:
         raise AllocationError(f"{where}: {err}") from None
     return any(term_matches(t, node) for t in terms)
+
+
+def reaches(allocation: Mapping[str, Any], node: NodeFacts) -> bool:
+    """Whether an allocated claim (``status.allocation`` JSON) can be used on ``node``: its
+    ``nodeSelector`` matches it (no selector: every node)."""
+    selector = allocation.get("nodeSelector")
+    if not selector:
+        return True
+    return _selector_matches(selector, node, "allocation's node selector")
 
 
 def _placed_on(source: Device | ResourceSlice, node: NodeFacts, where: str) -> bool:
@@ -275,9 +283,12 @@ class Allocator:
         known = self.memo.get(key)
         if known is not None:
             return known
+        # imported here: CEL costs ~0.15 s of start-up, paid only where a device is judged
+        from gang.scheduling.dra import cel
+
         try:
-            result = matches(expression, device_variable(driver, device))
-        except SelectorError as err:
+            result = cel.matches(expression, cel.device_variable(driver, device))
+        except cel.SelectorError as err:
             raise AllocationError(f"{owner}: selector #{index}: {err}") from None
         self.memo[key] = result
         return result

@@ -1,0 +1,183 @@
+"""DeviceClasses, ResourceSlices and ResourceClaims: the devices of dynamic resource allocation.
+
+Why this exists: a pod that asks for GPUs through ResourceClaims (``resource.k8s.io/v1``) can only
+go where its claims can be allocated — devices published in ResourceSlices, chosen by the
+DeviceClasses' and requests' selectors, not in use by any other claim. The DRA plugin
+(``gang.scheduling.dra.plugin``) judges that on the hot path, so the informers' objects are read
+here once into the frozen shapes of ``gang.models.dra`` and the catalog answers lookups by key.
+
+The catalog also keeps what gang decided and has not yet seen written (``in_flight``): the
+allocations of gangs reserved or being committed. Devices they take count as in use for every
+other gang from the moment of Reserve, as kube-scheduler's in-flight allocations do, so two gangs
+never plan on one device. An entry ends when the informer shows the claim allocated (the written
+allocation is then the fact) or when its gang is unreserved.
+
+Malformed objects are skipped with the reason kept (``rejected``): one odd slice must not blind
+the scheduler to the others; a pod whose claim cannot be read waits with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from gang.models.dra import (
+    DeviceClass,
+    DraParseError,
+    ResourceClaim,
+    ResourceSlice,
+    parse_claim,
+    parse_class,
+    parse_slice,
+)
+
+Key = tuple[str, str]
+#: (driver, pool, device)
+DeviceId = tuple[str, str, str]
+
+DRA_GROUP: Final = "resource.k8s.io"
+DRA_VERSION: Final = "v1"
+CLASSES: Final = "deviceclasses"
+SLICES: Final = "resourceslices"
+CLAIMS: Final = "resourceclaims"
+DRA_KINDS: Final = (CLASSES, SLICES, CLAIMS)
+#: the finalizer kube-scheduler (and gang) put on a claim before allocating it
+DELETE_PROTECTION: Final = "resource.kubernetes.io/delete-protection"
+#: at most this many consumers in a claim's ``status.reservedFor`` (the API server's limit)
+MAX_RESERVED_FOR: Final = 256
+
+
+@dataclass(slots=True)
+class InFlight:
+    """An allocation gang decided for a claim and has not yet seen written: the
+    ``status.allocation`` JSON (None: the claim was allocated already, only consumers are
+    added) and the member pods (key → uid) it is for."""
+
+    allocation: Mapping[str, Any] | None
+    pods: dict[Key, str] = field(default_factory=dict)
+
+
+@dataclass
+class DraCatalog:
+    """What the DRA informers hold, parsed (see the module docstring)."""
+
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    claims: dict[Key, ResourceClaim] = field(default_factory=dict)
+    #: objects that could not be read → why
+    rejected: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    #: claim → the allocation gang reserved for it and has not seen written yet
+    in_flight: dict[Key, InFlight] = field(default_factory=dict)
+    #: bumped on every change, for caches keyed on the catalog's state
+    version: int = 0
+    #: the API server serves ``resource.k8s.io/v1`` (else nothing here is ever filled)
+    served: bool = False
+    _in_use: tuple[int, frozenset[DeviceId]] | None = None
+
+    def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
+        """Apply an informer object of ``kind`` (one of :data:`DRA_KINDS`); True if something
+        changed."""
+        meta = raw.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        name = str(meta.get("name") or "")
+        namespace = str(meta.get("namespace") or "")
+        if not name:
+            return False
+        self.rejected.pop((kind, namespace, name), None)
+        try:
+            if kind == CLASSES:
+                device_class = parse_class(raw)
+                changed = self.classes.get(name) != device_class
+                self.classes[name] = device_class
+            elif kind == SLICES:
+                piece = parse_slice(raw)
+                changed = self.slices.get(name) != piece
+                self.slices[name] = piece
+            else:
+                claim = parse_claim(raw)
+                changed = self.claims.get(claim.key) != claim
+                self.claims[claim.key] = claim
+                self._written(claim)
+        except DraParseError as err:
+            self.rejected[(kind, namespace, name)] = str(err)
+            self.remove(kind, namespace, name)
+            return True
+        if changed:
+            self.version += 1
+        return changed
+
+    def remove(self, kind: str, namespace: str, name: str) -> None:
+        gone: object
+        if kind == CLASSES:
+            gone = self.classes.pop(name, None)
+        elif kind == SLICES:
+            gone = self.slices.pop(name, None)
+        else:
+            gone = self.claims.pop((namespace, name), None)
+        if gone is not None:
+            self.version += 1
+
+    def _written(self, claim: ResourceClaim) -> None:
+        """The served claim carries what gang committed: the fact replaces the plan."""
+        planned = self.in_flight.get(claim.key)
+        if planned is None or claim.allocation is None:
+            return
+        if all(uid in claim.reserved_for for uid in planned.pods.values()):
+            del self.in_flight[claim.key]
+
+    # --- what is taken -----------------------------------------------------------------------
+
+    def in_use(self) -> frozenset[DeviceId]:
+        """Every device an allocated claim holds (``adminAccess`` results excepted, as they
+        share), and every device of an allocation in flight."""
+        if self._in_use is not None and self._in_use[0] == self.version:
+            return self._in_use[1]
+        taken: set[DeviceId] = set()
+        for claim in self.claims.values():
+            taken.update((d, p, n) for d, p, n, admin in claim.allocated_devices() if not admin)
+        for planned in self.in_flight.values():
+            taken.update(devices_of(planned.allocation))
+        found = frozenset(taken)
+        self._in_use = (self.version, found)
+        return found
+
+    def allocation_of(self, key: Key) -> Mapping[str, Any] | None:
+        """The claim's allocation: served, else the one in flight; None when it has none."""
+        claim = self.claims.get(key)
+        if claim is not None and claim.allocation:
+            return claim.allocation
+        planned = self.in_flight.get(key)
+        return planned.allocation if planned is not None else None
+
+    def plan(self, key: Key, allocation: Mapping[str, Any] | None, pod: Key, uid: str) -> None:
+        """Record that ``pod`` (a member just reserved) takes ``allocation`` of claim ``key``
+        (None: the claim is allocated already)."""
+        planned = self.in_flight.get(key)
+        if planned is None:
+            planned = self.in_flight[key] = InFlight(allocation)
+        elif planned.allocation is None and allocation is not None:
+            planned.allocation = allocation
+        planned.pods[pod] = uid
+        self.version += 1
+
+    def unplan(self, pod: Key) -> None:
+        """Forget every in-flight entry of ``pod`` (its reservation ended)."""
+        for key in [k for k, planned in self.in_flight.items() if pod in planned.pods]:
+            planned = self.in_flight[key]
+            del planned.pods[pod]
+            if not planned.pods:
+                del self.in_flight[key]
+            self.version += 1
+
+
+def devices_of(allocation: Mapping[str, Any] | None) -> list[DeviceId]:
+    """The devices an allocation (``status.allocation`` JSON) holds, admin access excepted."""
+    if not allocation:
+        return []
+    results = (allocation.get("devices") or {}).get("results") or []
+    return [
+        (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
+        for r in results
+        if isinstance(r, Mapping) and not r.get("adminAccess")
+    ]
