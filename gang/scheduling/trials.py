@@ -123,7 +123,13 @@ class Trials:
                 counter = ports[rec.node].copy()
                 counter.subtract(rec.host_ports)
                 ports[rec.node] = +counter
-        snap = replace(base, free=self.usable(unheld, held).copy(), used_ports=ports)
+        released = base.devices.released_by({rec.uid for rec in removed})
+        snap = replace(
+            base,
+            free=self.usable(unheld, held).copy(),
+            used_ports=ports,
+            released_claims=base.released_claims | released,
+        )
         with without(base.pods, removed, self.rules_matter):
             result = self.placer.place(snap, self.pods, self.need, self.anchors, self.topology)
         return result if isinstance(result, Placement) else None
@@ -141,6 +147,7 @@ class Trials:
             free=np.where(base.valid[:, None], base.allocatable, 0),
             used_ports={},
             pods=PodIndex(),
+            released_claims=base.devices.every_claim(),
             unheld=None,
             held=None,
             kept=None,

@@ -104,6 +104,9 @@ class Snapshot:
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
     #: DeviceClasses, ResourceSlices, ResourceClaims (dynamic resource allocation); live
     devices: DraCatalog = field(default_factory=DraCatalog)
+    #: a trial's claims taken to be released (every consumer evicted or finished; on the
+    #: empty cluster every claim): their devices are free and their allocations gone
+    released_claims: frozenset[tuple[str, str]] = frozenset()
     #: Services' and controllers' selectors (default spreading); live like ``pods``
     selecting: SelectorCatalog = field(default_factory=SelectorCatalog)
     #: reservations: ``free`` as it was before the holds of other gangs' reservations were

@@ -128,27 +128,57 @@ class DraCatalog:
 
     # --- what is taken -----------------------------------------------------------------------
 
-    def in_use(self) -> frozenset[DeviceId]:
+    def in_use(self, released: frozenset[Key] = frozenset()) -> frozenset[DeviceId]:
         """Every device an allocated claim holds (``adminAccess`` results excepted, as they
-        share), and every device of an allocation in flight."""
-        if self._in_use is not None and self._in_use[0] == self.version:
+        share), and every device of an allocation in flight; ``released``: claims a trial
+        takes to be gone (their consumers evicted)."""
+        if not released and self._in_use is not None and self._in_use[0] == self.version:
             return self._in_use[1]
         taken: set[DeviceId] = set()
-        for claim in self.claims.values():
-            taken.update((d, p, n) for d, p, n, admin in claim.allocated_devices() if not admin)
-        for planned in self.in_flight.values():
-            taken.update(devices_of(planned.allocation))
+        for key, claim in self.claims.items():
+            if key not in released:
+                taken.update((d, p, n) for d, p, n, admin in claim.allocated_devices() if not admin)
+        for key, planned in self.in_flight.items():
+            if key not in released:
+                taken.update(devices_of(planned.allocation))
         found = frozenset(taken)
-        self._in_use = (self.version, found)
+        if not released:
+            self._in_use = (self.version, found)
         return found
 
-    def allocation_of(self, key: Key) -> Mapping[str, Any] | None:
-        """The claim's allocation: served, else the one in flight; None when it has none."""
+    def allocation_of(
+        self, key: Key, released: frozenset[Key] = frozenset()
+    ) -> Mapping[str, Any] | None:
+        """The claim's allocation: served, else the one in flight; None when it has none (or
+        a trial takes it to be released)."""
+        if key in released:
+            return None
         claim = self.claims.get(key)
         if claim is not None and claim.allocation:
             return claim.allocation
         planned = self.in_flight.get(key)
         return planned.allocation if planned is not None else None
+
+    def released_by(self, gone: set[str]) -> frozenset[Key]:
+        """The claims every consumer of which is among the pod uids ``gone`` (evicted in a
+        preemption trial): the resourceclaim controller would deallocate them."""
+        if not gone or not (self.claims or self.in_flight):
+            return frozenset()
+        found = {
+            key
+            for key, claim in self.claims.items()
+            if claim.reserved_for and set(claim.reserved_for) <= gone
+        }
+        found.update(
+            key
+            for key, planned in self.in_flight.items()
+            if planned.pods and set(planned.pods.values()) <= gone
+        )
+        return frozenset(found)
+
+    def every_claim(self) -> frozenset[Key]:
+        """Every claim known or planned: on the empty cluster all of them are released."""
+        return frozenset(self.claims) | frozenset(self.in_flight)
 
     def plan(self, key: Key, allocation: Mapping[str, Any] | None, pod: Key, uid: str) -> None:
         """Record that ``pod`` (a member just reserved) takes ``allocation`` of claim ``key``

@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 
 from tests.scheduler.conftest import Env, eventually, gang_env, gang_pod, podgroup
+from tests.scheduler.test_preemption import HIGH, LOW
+from tests.scheduler.test_preemption import cluster as preemption_cluster
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
@@ -64,10 +66,9 @@ def template(name: str, count: int = 1, **exactly: Any) -> dict[str, Any]:
     }
 
 
-def claimed_pod(name: str, group: str | None, template_name: str) -> dict[str, Any]:
-    pod = gang_pod(
-        name, group, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": template_name}]
-    )
+def claimed_pod(name: str, group: str | None, template_name: str, **extra: Any) -> dict[str, Any]:
+    claims = [{"name": "gpu", "resourceClaimTemplateName": template_name}]
+    pod = gang_pod(name, group, resourceClaims=claims, **extra)
     pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     return pod
 
@@ -391,3 +392,90 @@ async def test_the_example_binds_on_nvidia_shaped_slices_and_takes_only_big_gpus
         made = await claims(env)
         taken = sorted(d for name in bound for d in devices_of(made[name]))
         assert sorted(device for _, device in taken) == ["gpu-0", "gpu-0", "gpu-1", "gpu-1"]
+
+
+async def test_a_higher_priority_pod_preempts_the_holder_of_the_only_gpu() -> None:
+    """The one GPU is claimed by a running low-priority pod; a high-priority pod claiming a GPU
+    evicts it (the device counts as freed in the preemption trial), its claim is released and
+    deallocated, and the GPU goes to the preemptor."""
+    async with preemption_cluster("1:cpu=8,memory=32Gi,zones=1") as (env, _):
+        await setup_devices(env, per_node=1)
+        await create(env, "resourceclaimtemplates", template("one-gpu"))
+        await env.api.create_pods([claimed_pod("holder", None, "one-gpu", priority_class=LOW)])
+        await wait_bound(env, ["holder"])
+        await env.api.create_pods([claimed_pod("urgent", None, "one-gpu", priority_class=HIGH)])
+
+        async def holder_gone() -> bool:
+            names = {p["metadata"]["name"] for p in await env.api.raw_pods()}
+            return "holder" not in names
+
+        await eventually(holder_gone, within=15)
+        bound = await wait_bound(env, ["urgent"], within=15)
+        claim = (await claims(env))["urgent"]
+        assert devices_of(claim) == [(bound["urgent"], "gpu-0")]
+        assert reserved_for(claim) == ["urgent"]
+
+
+async def test_an_allocation_written_before_a_restart_is_a_fact_not_redone() -> None:
+    """A claim allocated and reserved for a pod (a scheduler wrote it, then died before the
+    binding): the restarted scheduler binds the pod to the allocation's node and writes
+    nothing to the claim."""
+    async with gang_env(NODES) as env:
+        env.cluster.audit.record_requests = True
+        nodes = await node_names(env)
+        await setup_devices(env, per_node=1)
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "kept"},
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}
+            },
+        }
+        await create(env, "resourceclaims", body)
+        pod = gang_pod(
+            "resumed",
+            None,
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "kept"}],
+            schedulingGates=[{"name": "test/earlier-scheduler"}],
+        )
+        await env.api.create_pods([pod])
+        # the claim as the earlier scheduler committed it: on the second node, reserved for the pod
+        uid = (await env.api.core.read_namespaced_pod("resumed", "default")).metadata.uid
+        path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/kept/status"
+        claim = await env.api.custom.get_namespaced_custom_object(
+            *API, "default", "resourceclaims", "kept"
+        )
+        claim["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpu", "driver": DRIVER, "pool": nodes[1], "device": "gpu-0"}
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [nodes[1]]}
+                            ]
+                        }
+                    ]
+                },
+            },
+            "reservedFor": [{"resource": "pods", "name": "resumed", "uid": uid}],
+        }
+        await env.api.custom.replace_namespaced_custom_object_status(
+            *API, "default", "resourceclaims", "kept", claim
+        )
+        await env.api.core.patch_namespaced_pod(
+            "resumed", "default", {"spec": {"schedulingGates": None}}
+        )
+        bound = await wait_bound(env, ["resumed"])
+        assert bound["resumed"] == nodes[1]
+        writes = [
+            r
+            for r in env.cluster.audit.requests
+            if r.method in ("PUT", "PATCH") and r.path.startswith(path.removesuffix("/status"))
+        ]
+        assert len(writes) == 1  # the test's own

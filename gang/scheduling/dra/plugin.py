@@ -172,7 +172,9 @@ class DynamicResources:
     name: str = "DynamicResources"
     #: per snapshot: the plans of the members placed so far, by (pod, row) prefix
     _plans: dict[tuple[object, ...], _Plan | None] = field(default_factory=dict, repr=False)
-    _plans_of: tuple[int, int] = (-1, -1)
+    #: the snapshot and catalog version the plans are for (the snapshot itself is held, so
+    #: a later snapshot can never be mistaken for it)
+    _plans_of: tuple[object, int] = (None, -1)
     _memo: SelectorMemo = field(default_factory=dict, repr=False)
     _memo_of: int = -1
     _attempts: dict[object, _Attempt] = field(default_factory=dict, repr=False)
@@ -204,11 +206,11 @@ class DynamicResources:
     ) -> tuple[Allocations, frozenset[DeviceId]]:
         """What the members placed before (in order) allocated, and every device in use."""
         catalog = snap.devices
-        if self._plans_of != (id(snap), catalog.version):
+        if self._plans_of[0] is not snap or self._plans_of[1] != catalog.version:
             self._plans.clear()
-            self._plans_of = (id(snap), catalog.version)
+            self._plans_of = (snap, catalog.version)
         allocated: Allocations = {}
-        taken = catalog.in_use()
+        taken = catalog.in_use(snap.released_claims)
         prefix: tuple[object, ...] = ()
         for member, row in placed:
             if not member.rules.device_claims or _is_placeholder(member):
@@ -239,7 +241,9 @@ class DynamicResources:
         catalog = snap.devices
         pending: list[ResourceClaim] = []
         for claim in _claims_of(catalog, pod):
-            allocation = allocated.get(claim.key) or catalog.allocation_of(claim.key)
+            allocation = allocated.get(claim.key) or catalog.allocation_of(
+                claim.key, snap.released_claims
+            )
             if allocation is not None:
                 if not reaches(allocation, node):
                     return None
@@ -271,7 +275,9 @@ class DynamicResources:
         catalog = snap.devices
         if node is not None:
             for claim in _claims_of(catalog, s.pod):
-                allocation = allocated.get(claim.key) or catalog.allocation_of(claim.key)
+                allocation = allocated.get(claim.key) or catalog.allocation_of(
+                    claim.key, snap.released_claims
+                )
                 if allocation is not None and not reaches(allocation, node):
                     return [REASON_NOT_ON_NODE]
         try:
