@@ -5,7 +5,8 @@ cluster; ``gang sim serve --from-snapshot`` and ``gang bench --from-snapshot`` r
 cluster's shape for capacity planning. All of them start from the same file: the objects
 placement reads — namespaces (their labels feed namespaceSelectors), PriorityClasses, nodes,
 PodDisruptionBudgets, every gang API's group objects, every queue API's queues and every
-topology API's objects (Volcano's HyperNodes too) the server serves, and every pod that is not
+topology API's objects (Volcano's HyperNodes too) the server serves, DeviceClasses,
+ResourceSlices, ResourceClaims and their templates where DRA is served, and every pod that is not
 finished — as the API server returned them, minus what only the server may write again
 (``managedFields``, ``resourceVersion``, ``uid``).
 
@@ -32,9 +33,21 @@ from gang.models.podgroup import POD_GROUP_LABEL
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, VOLCANO_DEFAULT_QUEUE
 from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
 from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
+from gang.state.dra import DRA_GROUP, DRA_VERSION
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
 Obj = dict[str, Any]
+#: dynamic resource allocation: the devices, the classes that select them, and the claims
+#: (with their allocations) and templates pods name
+DRA_SNAPSHOT_KINDS = (
+    ("deviceclasses", "DeviceClass"),
+    ("resourceslices", "ResourceSlice"),
+    ("resourceclaimtemplates", "ResourceClaimTemplate"),
+    ("resourceclaims", "ResourceClaim"),
+)
+DRA_KINDS_ANONYMISED = frozenset({"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
+#: the annotation a template-made claim carries (the pod's name for the claim)
+POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 PRIORITY_CLASSES = Kind("priorityclasses", "scheduling.k8s.io", "v1", "priorityclasses")
 #: metadata only the API server writes; a replay gets its own
 SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "selfLink", "generation")
@@ -81,6 +94,10 @@ async def take(kube: Kube) -> Obj:
                 kind = Kind(topologies.plural, topologies.group, version, topologies.plural)
                 items += [_typed(kind, o, topologies.kind) for o in (await kube.list(kind))[0]]
                 break
+    if await kube.serves(DRA_GROUP, DRA_VERSION, "resourceclaims"):
+        for plural, kind_name in DRA_SNAPSHOT_KINDS:
+            kind = Kind(plural, DRA_GROUP, DRA_VERSION, plural)
+            items += [_typed(kind, o, kind_name) for o in (await kube.list(kind))[0]]
     pods = (await kube.list(PODS))[0]
     items += [_typed(PODS, p) for p in pods if _unfinished(p)]
     return {
@@ -136,6 +153,7 @@ def anonymise(snapshot: Obj) -> Obj:
         _Names("group"),
     )
     queue = _Names("queue", (VOLCANO_DEFAULT_QUEUE, "root"))
+    claim = _Names("claim")  # ResourceClaims and their templates (a generated name holds the pod's)
     nodes = [o["metadata"]["name"] for o in snapshot["items"] if o.get("kind") == "Node"]
     out = []
     for obj in snapshot["items"]:
@@ -163,14 +181,22 @@ def anonymise(snapshot: Obj) -> Obj:
             pass  # levels are label keys; a KAI pod names its topology by this name
         elif kind == "HyperNode":
             _anonymise_hypernode(obj, nodes, node)
-        elif kind not in ("PriorityClass",):
+        elif kind in DRA_KINDS_ANONYMISED:
+            _anonymise_devices(obj, nodes, node, pod, claim)
+        elif kind not in ("PriorityClass", "DeviceClass"):
             meta["name"] = group(meta["name"]) if kind != "PodDisruptionBudget" else meta["name"]
         if "namespace" in meta:
             meta["namespace"] = ns(meta["namespace"])
         _anonymise_queue_claims(obj, queue)
-        meta.pop("ownerReferences", None)
-        if kind != "Pod":
+        if kind == "Pod":
+            _anonymise_pod_claims(obj, claim)
+        elif kind == "ResourceClaim":  # its pod: owner and consumer, renamed above
+            annotations = meta.get("annotations") or {}
+            meta["annotations"] = {k: v for k, v in annotations.items() if k == POD_CLAIM_NAME}
+        else:
             meta.pop("annotations", None)
+        if kind != "ResourceClaim":
+            meta.pop("ownerReferences", None)
         out.append(obj)
     return {**snapshot, "items": out, "anonymised": True}
 
@@ -197,6 +223,57 @@ def _anonymise_hypernode(obj: Obj, nodes: list[str], node: Callable[[str], str])
             continue
         members.append(member)
     spec["members"] = members
+
+
+def _anonymise_devices(
+    obj: Obj,
+    nodes: list[str],
+    node: Callable[[str], str],
+    pod: Callable[[str], str],
+    claim: Callable[[str], str],
+) -> None:
+    """ResourceSlices, ResourceClaims and templates: node names (a slice's node, a pool named
+    after its node, an allocation's results and node selector), pod names (a claim's owner and
+    consumers) and claim names follow their new names; device names and attributes stay."""
+    meta, spec, kind = obj["metadata"], obj.get("spec") or {}, obj["kind"]
+    known = set(nodes)
+
+    def renamed(name: Any) -> Any:
+        return node(name) if isinstance(name, str) and name in known else name
+
+    if kind == "ResourceSlice":
+        meta["name"] = f"slice-{claim(meta['name']).rpartition('-')[2]}"
+        spec["nodeName"] = renamed(spec.get("nodeName"))
+        pool = spec.get("pool") or {}
+        pool["name"] = renamed(pool.get("name"))
+        return
+    meta["name"] = claim(meta["name"])
+    if kind == "ResourceClaimTemplate":
+        return
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") == "Pod":
+            ref["name"] = pod(str(ref.get("name")))
+    status = obj.get("status") or {}
+    for entry in status.get("reservedFor") or []:
+        if entry.get("resource") == "pods":
+            entry["name"] = pod(str(entry.get("name")))
+    allocation = status.get("allocation") or {}
+    for result in (allocation.get("devices") or {}).get("results") or []:
+        result["pool"] = renamed(result.get("pool"))
+    for term in (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or []:
+        for requirement in term.get("matchFields") or []:
+            requirement["values"] = [renamed(v) for v in requirement.get("values") or []]
+
+
+def _anonymise_pod_claims(obj: Obj, claim: Callable[[str], str]) -> None:
+    """The claims and templates a pod names follow their new names."""
+    for entry in (obj.get("spec") or {}).get("resourceClaims") or []:
+        for field in ("resourceClaimName", "resourceClaimTemplateName"):
+            if entry.get(field):
+                entry[field] = claim(entry[field])
+    for entry in (obj.get("status") or {}).get("resourceClaimStatuses") or []:
+        if entry.get("resourceClaimName"):
+            entry["resourceClaimName"] = claim(entry["resourceClaimName"])
 
 
 def _anonymise_queue_claims(obj: Obj, queue: Callable[[str], str]) -> None:

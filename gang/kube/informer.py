@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from gang.kube.transport import Kind, Kube, KubeError, backoff_delay
@@ -42,7 +42,7 @@ class Handler(Protocol):
         """Called after each complete list has been applied."""
 
 
-def object_key(obj: Obj) -> Key:
+def object_key(obj: Mapping[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 

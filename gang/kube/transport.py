@@ -397,12 +397,10 @@ class Kube:
             retries=0,
         )
 
-    async def get_pod(self, namespace: str, name: str) -> Obj | None:
+    async def _get_or_none(self, call: Callable[[], Awaitable[Any]]) -> Obj | None:
+        """One GET, unthrottled (a read the binding path waits on); None on 404."""
         try:
-            answer = await self.request(
-                lambda: self.core.read_namespaced_pod(name, namespace, _preload_content=False),
-                limited=False,
-            )
+            answer = await self.request(call, limited=False)
         except KubeError as err:
             if err.status == 404:
                 return None
@@ -410,23 +408,20 @@ class Kube:
         result: Obj = answer.json()
         return result
 
+    async def get_pod(self, namespace: str, name: str) -> Obj | None:
+        return await self._get_or_none(
+            lambda: self.core.read_namespaced_pod(name, namespace, _preload_content=False)
+        )
+
     async def get_namespaced(
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> Obj | None:
         """GET one namespaced object of any API group (None when it does not exist)."""
-        try:
-            answer = await self.request(
-                lambda: self.custom.get_namespaced_custom_object(
-                    group, version, namespace, plural, name, _preload_content=False
-                ),
-                limited=False,
+        return await self._get_or_none(
+            lambda: self.custom.get_namespaced_custom_object(
+                group, version, namespace, plural, name, _preload_content=False
             )
-        except KubeError as err:
-            if err.status == 404:
-                return None
-            raise
-        result: Obj = answer.json()
-        return result
+        )
 
     async def replace_namespaced(
         self,

@@ -4,8 +4,9 @@ Gangs rarely arrive as bare pods: training runs are Indexed Jobs, MPI workers ar
 On a real cluster kube-controller-manager turns those into pods; these stand-ins do the same for
 the simulator, so the same manifests (``examples/``) run on both. ``SimCluster(controllers=True)``
 (the default: real clusters have them) attaches them; like the kubelet stand-in they are
-in-process store listeners that act on the event loop, and they create pods through the SimApi
-create path, so pod admission and defaulting apply exactly as to a pod posted over HTTP.
+in-process store listeners that act on the event loop (``gang.sim.reconciler``), and they
+create pods through the SimApi create path, so pod admission and defaulting apply exactly as to
+a pod posted over HTTP.
 
 Job controller (``batch/v1``):
 
@@ -47,11 +48,9 @@ of a StatefulSet's template, and PersistentVolumeClaims.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import hashlib
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -60,6 +59,7 @@ import orjson
 from gang.sim.api import DeleteOptions, SimApi, rfc3339
 from gang.sim.errors import ApiError
 from gang.sim.pods import is_terminal
+from gang.sim.reconciler import Reconciler, obj_key
 from gang.sim.resources import ResourceType
 from gang.sim.store import DELETED, Obj, ObjKey, StoredEvent
 
@@ -68,50 +68,26 @@ COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 STS_POD_NAME = "statefulset.kubernetes.io/pod-name"
 STS_POD_INDEX = "apps.kubernetes.io/pod-index"
 REVISION_HASH = "controller-revision-hash"
-#: how long a controller waits before retrying after a refused pod creation, doubling to the max
-RETRY_INITIAL_SECONDS = 1.0
-RETRY_MAX_SECONDS = 30.0
 
 
-class _Controller:
+class _Controller(Reconciler):
     """One workload kind: a work queue of owner keys, an owner-uid → pod index, and GC."""
 
     kind = ""
     component = ""
 
     def __init__(self, api: SimApi, rt: ResourceType) -> None:
-        self.api = api
+        super().__init__(api)
         self.rt = rt
         self._pods = api.rt_pods.storage_key
         self._owned: dict[str, set[ObjKey]] = {}
-        self._dirty: set[ObjKey] = set()
-        self._handle: asyncio.Handle | None = None
-        #: failed creation attempts in a row per owner, and the pending retry timers
-        self._failures: dict[ObjKey, int] = {}
-        self._timers: dict[ObjKey, asyncio.TimerHandle] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._owners = self.queue(self._sync_key)
 
-    # --- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.api.store.add_listener(self._on_event)
+    def _seed(self) -> None:
         for pod in self.api.store.items(self._pods):
             self._index(pod, None)
         for owner in self.api.store.items(self.rt.storage_key):
-            self._enqueue(_key(owner))
-
-    def stop(self) -> None:
-        self.api.store.remove_listener(self._on_event)
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._failures.clear()
-        self._dirty.clear()
-        self._loop = None
+            self._owners.add(obj_key(owner))
 
     # --- events and the work queue -------------------------------------------------------
 
@@ -129,7 +105,7 @@ class _Controller:
 
     def _index(self, pod: Obj, prev: Obj | None, deleted: bool = False) -> str | None:
         """Keep the owner-uid index current; return the owner's name if the pod has one."""
-        key = _key(pod)
+        key = obj_key(pod)
         old = self._controller_ref(prev)
         if old is not None:
             self._owned.get(old["uid"], set()).discard(key)
@@ -147,52 +123,22 @@ class _Controller:
         return str(ref["name"])
 
     def _on_event(self, storage_key: str, event: StoredEvent) -> None:
-        if self._loop is None:
-            return
         if storage_key == self._pods:
             owner = self._index(event.obj, event.prev, deleted=event.type == DELETED)
             if owner is not None:
-                self._enqueue((event.obj["metadata"].get("namespace", ""), owner))
+                self._owners.add((event.obj["metadata"].get("namespace", ""), owner))
         elif storage_key == self.rt.storage_key:
             if event.type == DELETED:
                 uid = event.obj["metadata"].get("uid", "")
-                self._loop.call_soon(self._collect, uid)
-                self._forget(_key(event.obj))
+                self.loop.call_soon(self._collect, uid)
+                self.drop_retry(obj_key(event.obj))
             else:
-                self._enqueue(_key(event.obj))
+                self._owners.add(obj_key(event.obj))
 
-    def _enqueue(self, key: ObjKey) -> None:
-        self._dirty.add(key)
-        if self._handle is None and self._loop is not None:
-            self._handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._handle = None
-        dirty, self._dirty = self._dirty, set()
-        for key in sorted(dirty):
-            owner = self.api.store.get(self.rt.storage_key, *key)
-            if owner is None or owner["metadata"].get("deletionTimestamp"):
-                continue
+    def _sync_key(self, key: ObjKey) -> None:
+        owner = self.api.store.get(self.rt.storage_key, *key)
+        if owner is not None and not owner["metadata"].get("deletionTimestamp"):
             self.sync(owner)
-
-    def _retry_later(self, key: ObjKey) -> None:
-        """Back off after a refused create; a later event on the owner also retries."""
-        if self._loop is None or key in self._timers:
-            return
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        delay = min(RETRY_MAX_SECONDS, RETRY_INITIAL_SECONDS * 2**failures)
-        self._timers[key] = self._loop.call_later(delay, self._retry, key)
-
-    def _retry(self, key: ObjKey) -> None:
-        self._timers.pop(key, None)
-        self._enqueue(key)
-
-    def _forget(self, key: ObjKey) -> None:
-        self._failures.pop(key, None)
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
 
     def _collect(self, uid: str) -> None:
         """Garbage collection: delete the pods whose controller was the deleted object."""
@@ -226,14 +172,14 @@ class _Controller:
 
     def create_pod(self, owner: Obj, pod: Obj) -> bool:
         """Create through the API's create path; on refusal post FailedCreate and back off."""
-        key = _key(owner)
+        key = obj_key(owner)
         try:
             created = self.api.create(self.api.rt_pods, key[0], pod)
         except ApiError as err:
             self.event(owner, "Warning", "FailedCreate", f"Error creating: {err.message}")
-            self._retry_later(key)
+            self.retry_later(self._owners, key)  # a later event on the owner also retries
             return False
-        self._failures.pop(key, None)  # it worked: the next failure backs off from 1 s again
+        self.reset_backoff(key)  # it worked: the next failure backs off from 1 s again
         self.event(owner, "Normal", "SuccessfulCreate", self.created_message(owner, created))
         return True
 
@@ -254,44 +200,12 @@ class _Controller:
 
     def write_status(self, owner: Obj, status: dict[str, Any]) -> None:
         """A status-subresource write; an unchanged status is a no-op (no event, no loop)."""
-        meta = {k: v for k, v in owner["metadata"].items() if k != "resourceVersion"}
-        with contextlib.suppress(ApiError):  # deleted meanwhile
-            self.api.update(
-                self.rt,
-                meta.get("namespace"),
-                meta["name"],
-                {**owner, "metadata": meta, "status": status},
-                subresource="status",
-            )
+        self.write(self.rt, {**owner, "status": status}, "status")  # None: deleted meanwhile
 
     def event(self, owner: Obj, kind: str, reason: str, message: str) -> None:
-        meta = owner["metadata"]
-        now = rfc3339(self.api.clock())
-        body = {
-            "metadata": {
-                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                "namespace": meta.get("namespace"),
-            },
-            "involvedObject": {
-                "kind": self.kind,
-                "namespace": meta.get("namespace"),
-                "name": meta["name"],
-                "uid": meta["uid"],
-                "apiVersion": self.rt.api_version,
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": self.component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": kind,
-            "reportingComponent": self.component,
-            "reportingInstance": "",
-        }
-        with contextlib.suppress(ApiError):  # best effort, as client-go's event recorder
-            self.api.create(self.api.rt_events, meta.get("namespace"), body)
+        self.post_event(
+            owner, self.kind, self.rt.api_version, kind, reason, message, self.component
+        )
 
 
 class JobController(_Controller):
@@ -359,7 +273,7 @@ class JobController(_Controller):
                 for _ in range(max(0, remaining - len(active))):
                     if not self.create_pod(job, self._pod(job, None)):
                         break
-        current = self.api.store.get(self.rt.storage_key, *_key(job))
+        current = self.api.store.get(self.rt.storage_key, *obj_key(job))
         if current is None:
             return
         self.write_status(
@@ -485,7 +399,7 @@ class StatefulSetController(_Controller):
                     break
             elif not parallel and not (_phase(pod) == "Running" and _ready(pod)):
                 break  # OrderedReady: the next ordinal waits for this one to be Running and Ready
-        current = self.api.store.get(self.rt.storage_key, *_key(sts))
+        current = self.api.store.get(self.rt.storage_key, *obj_key(sts))
         if current is not None:
             self.write_status(current, self._status(current))
 
@@ -548,11 +462,6 @@ class Controllers:
     def stop(self) -> None:
         self.jobs.stop()
         self.statefulsets.stop()
-
-
-def _key(obj: Obj) -> ObjKey:
-    meta = obj["metadata"]
-    return meta.get("namespace", ""), meta["name"]
 
 
 def _phase(pod: Obj) -> str | None:

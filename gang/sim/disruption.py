@@ -57,8 +57,7 @@ pods and running counts, so recomputing it costs O(its ``disruptedPods``), not O
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -67,6 +66,7 @@ from gang.sim import errors
 from gang.sim.api import DeleteOptions, SimApi, rfc3339
 from gang.sim.errors import ApiError
 from gang.sim.pods import is_terminal
+from gang.sim.reconciler import Reconciler
 from gang.sim.store import DELETED, Obj, ObjKey, StoredEvent
 from gang.sim.workloads import selector_matches
 
@@ -498,44 +498,29 @@ def _signature(pod: Obj) -> tuple[bool, bool]:
     )
 
 
-class DisruptionController:
+class DisruptionController(Reconciler):
     """Keeps every PodDisruptionBudget's status current; see the module docstring."""
 
     def __init__(self, api: SimApi) -> None:
-        self.api = api
+        super().__init__(api)
         self.rt = api.registry.by_key(PDB_KEY)
         self._pods = api.rt_pods.storage_key
         self._pdbs = self.rt.storage_key
         #: namespace → budget name → its bookkeeping; namespaces without budgets are absent
         self._by_ns: dict[str, dict[str, _Budget]] = {}
-        self._dirty: set[ObjKey] = set()
-        self._handle: asyncio.Handle | None = None
-        self._timers: dict[ObjKey, asyncio.TimerHandle] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._budgets = self.queue(self.sync)
 
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.api.store.add_listener(self._on_event)
+    def _seed(self) -> None:
         for pdb in self.api.store.items(self._pdbs):
             self._track(pdb)
 
     def stop(self) -> None:
-        self.api.store.remove_listener(self._on_event)
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._dirty.clear()
+        super().stop()
         self._by_ns.clear()
-        self._loop = None
 
     # --- events --------------------------------------------------------------------------
 
     def _on_event(self, storage_key: str, event: StoredEvent) -> None:
-        if self._loop is None:
-            return
         if storage_key == self._pods:
             meta = event.obj["metadata"]
             namespace = meta.get("namespace", "")
@@ -548,7 +533,7 @@ class DisruptionController:
             for pdb_name, budget in budgets.items():
                 member = sig if sig is not None and selects(budget.selector, labels) else None
                 if budget.put(name, member):
-                    self._enqueue((namespace, pdb_name))
+                    self._budgets.add((namespace, pdb_name))
         elif storage_key == self._pdbs:
             if event.type == DELETED:
                 self._forget(event.obj)
@@ -566,7 +551,7 @@ class DisruptionController:
             for pod in self.api.store.items(self._pods, namespace):
                 if selects(selector, pod["metadata"].get("labels") or {}):
                     budget.put(pod["metadata"]["name"], _signature(pod))
-        self._enqueue((namespace, name))
+        self._budgets.add((namespace, name))
 
     def _forget(self, pdb: Obj) -> None:
         meta = pdb["metadata"]
@@ -576,35 +561,13 @@ class DisruptionController:
             budgets.pop(key[1], None)
             if not budgets:
                 del self._by_ns[key[0]]
-        self._dirty.discard(key)
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-
-    def _enqueue(self, key: ObjKey) -> None:
-        self._dirty.add(key)
-        if self._handle is None and self._loop is not None:
-            self._handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._handle = None
-        dirty, self._dirty = self._dirty, set()
-        for key in sorted(dirty):
-            self.sync(key)
+        self._budgets.discard(key)
+        self.cancel_timer(key)
 
     def _recheck_at(self, key: ObjKey, when: float) -> None:
         """Look at the budget again when its oldest ``disruptedPods`` entry expires."""
-        if self._loop is None:
-            return
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old.cancel()
         delay = max(0.0, when - self.api.clock()) + 0.01
-        self._timers[key] = self._loop.call_later(delay, self._recheck, key)
-
-    def _recheck(self, key: ObjKey) -> None:
-        self._timers.pop(key, None)
-        self._enqueue(key)
+        self.call_later(key, delay, functools.partial(self._budgets.add, key), replace=True)
 
     # --- one budget ----------------------------------------------------------------------
 
@@ -696,12 +659,4 @@ class DisruptionController:
 
     def _write(self, pdb: Obj, status: Obj) -> None:
         """A status-subresource write; an unchanged status is a no-op (no new version)."""
-        meta = {k: v for k, v in pdb["metadata"].items() if k != "resourceVersion"}
-        with contextlib.suppress(ApiError):  # deleted meanwhile
-            self.api.update(
-                self.rt,
-                meta.get("namespace"),
-                meta["name"],
-                {**pdb, "metadata": meta, "status": status},
-                subresource="status",
-            )
+        self.write(self.rt, {**pdb, "status": status}, "status")  # None: deleted meanwhile

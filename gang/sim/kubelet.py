@@ -26,14 +26,12 @@ It is off by default in tests, so tests control lifecycles explicitly.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import uuid
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from gang.sim.api import SimApi, rfc3339
-from gang.sim.errors import ApiError
+from gang.sim.reconciler import Reconciler, obj_key
 from gang.sim.resourceclaims import (
     ClaimNameError,
     claim_name,
@@ -63,33 +61,27 @@ class KubeletConfig:
     dra_retry_seconds: float = 2.0
 
 
-class Kubelet:
-    """Attach to a SimApi's store; every action happens on the event loop via timers."""
+class Kubelet(Reconciler):
+    """Attach to a SimApi's store; every action happens on the event loop via timers (one per
+    pod, keyed by its (namespace, name)); no work queue."""
 
     def __init__(self, api: SimApi, config: KubeletConfig | None = None) -> None:
-        self.api = api
+        super().__init__(api)
         self.config = config or KubeletConfig()
         self._storage = api.rt_pods.storage_key
-        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         #: exact start instants by pod uid: ``status.startTime`` only has whole seconds
         self._started: dict[str, float] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
         claims = api.rt_resource_claims
         self._claims = claims.storage_key if claims is not None else None
         #: pods not started for their ResourceClaims → the last message posted about it
         self._refused: dict[tuple[str, str], str] = {}
 
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.api.store.add_listener(self._on_event)
+    def _seed(self) -> None:
         for pod in list(self.api.store.items(self._storage)):
             self._consider(pod)
 
     def stop(self) -> None:
-        self.api.store.remove_listener(self._on_event)
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        super().stop()
         self._started.clear()
         self._refused.clear()
 
@@ -101,21 +93,18 @@ class Kubelet:
             return
         if event.type == DELETED:
             self._started.pop(event.obj["metadata"].get("uid", ""), None)
-            key = _key(event.obj)
+            key = obj_key(event.obj)
             self._refused.pop(key, None)
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
+            self.cancel_timer(key)
             return
         self._consider(event.obj)
 
     def _consider(self, pod: Obj) -> None:
         """Decide the next step for a pod, at most one pending timer per pod."""
-        assert self._loop is not None
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or self.api.store.get(self.api.rt_nodes.storage_key, "", node) is None:
             return
-        key = _key(pod)
+        key = obj_key(pod)
         meta = pod["metadata"]
         phase = (pod.get("status") or {}).get("phase")
         if meta.get("deletionTimestamp"):
@@ -138,7 +127,6 @@ class Kubelet:
         ``activeDeadlineSeconds`` may be set or shortened on a running pod, so the end is
         re-planned on every change, and the timer replaced only when the instant moved.
         """
-        assert self._loop is not None
         run, deadline = _run_seconds(pod), _active_deadline(pod)
         if run is None and deadline is None:
             return
@@ -155,23 +143,16 @@ class Kubelet:
             assert run is not None
             delay, action = max(0.0, run - age), self._complete
         planned = self._timers.get(key)
-        if planned is not None and abs(planned.when() - (self._loop.time() + delay)) < 0.01:
+        if planned is not None and abs(planned.when() - (self.loop.time() + delay)) < 0.01:
             return
         self._set_timer(key, delay, action, replace=True)
 
     def _set_timer(
         self, key: tuple[str, str], delay: float, action: Any, replace: bool = False
     ) -> None:
-        assert self._loop is not None
-        old = self._timers.get(key)
-        if old is not None:
-            if not replace:
-                return
-            old.cancel()
-        self._timers[key] = self._loop.call_later(delay, self._fire, key, action)
+        self.call_later(key, delay, functools.partial(self._act, key, action), replace)
 
-    def _fire(self, key: tuple[str, str], action: Any) -> None:
-        self._timers.pop(key, None)
+    def _act(self, key: tuple[str, str], action: Any) -> None:
         pod = self.api.store.get(self._storage, *key)
         if pod is not None:
             action(pod)
@@ -215,7 +196,7 @@ class Kubelet:
 
     def _refuse(self, pod: Obj, problem: str) -> None:
         """Keep the pod Pending: an Event (once per message), and a retry later."""
-        key = _key(pod)
+        key = obj_key(pod)
         message = f"Failed to prepare dynamic resources: prepare dynamic resources: {problem}"
         if self._refused.get(key) != message:
             self._post_event(pod, "Warning", DRA_FAILED_REASON, message)
@@ -223,34 +204,8 @@ class Kubelet:
         self._set_timer(key, self.config.dra_retry_seconds, self._start, replace=True)
 
     def _post_event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
-        meta = pod["metadata"]
         node = (pod.get("spec") or {}).get("nodeName") or ""
-        now = rfc3339(self.api.clock())
-        body = {
-            "metadata": {
-                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                "namespace": meta.get("namespace"),
-            },
-            "involvedObject": {
-                "kind": "Pod",
-                "namespace": meta.get("namespace"),
-                "name": meta["name"],
-                "uid": meta.get("uid"),
-                "apiVersion": "v1",
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": "kubelet", "host": node},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": type_,
-            "reportingComponent": "kubelet",
-            "reportingInstance": node,
-        }
-        with contextlib.suppress(ApiError):  # best effort, as client-go's event recorder
-            self.api.create(self.api.rt_events, meta.get("namespace"), body)
+        self.post_event(pod, "Pod", "v1", type_, reason, message, "kubelet", host=node)
 
     # --- the pod lifecycle -------------------------------------------------------------------
 
@@ -258,13 +213,13 @@ class Kubelet:
         if (pod.get("status") or {}).get("phase") != "Pending" or pod["metadata"].get(
             "deletionTimestamp"
         ):
-            self._refused.pop(_key(pod), None)
+            self._refused.pop(obj_key(pod), None)
             return
         problem = self._claims_problem(pod)
         if problem is not None:
             self._refuse(pod, problem)
             return
-        self._refused.pop(_key(pod), None)
+        self._refused.pop(obj_key(pod), None)
         started_at = self.api.clock()
         self._started[pod["metadata"].get("uid", "")] = started_at
         now = rfc3339(started_at)
@@ -371,11 +326,6 @@ class Kubelet:
         if pod["metadata"].get("finalizers"):
             return  # a finalizer holds the object; the owner of the finalizer finishes it
         self.api.store.commit(self._storage, {**pod}, deleted=True)
-
-
-def _key(pod: Obj) -> tuple[str, str]:
-    meta = pod["metadata"]
-    return meta.get("namespace", ""), meta["name"]
 
 
 def _annotation(pod: Obj, name: str) -> str | None:

@@ -8,8 +8,8 @@ stand-in the simulator could not exercise a scheduler's DRA path at all (every t
 would wait for ever) nor show that devices come back. ``SimCluster(controllers=True)`` starts
 it on clusters that serve ``resource.k8s.io/v1``. Like the volume controller stand-in
 (``gang.sim.volumes``) it is an in-process store listener with a work queue drained on the
-event loop, and it writes through the SimApi verbs, so the server's rules (``gang.sim.dra``)
-apply to its writes as to anyone's and watchers see every change.
+event loop (``gang.sim.reconciler``), and it writes through the SimApi verbs, so the server's
+rules (``gang.sim.dra``) apply to its writes as to anyone's and watchers see every change.
 
 What it does, as upstream:
 
@@ -38,17 +38,16 @@ Not simulated: the admin-access namespace check, the claim metrics, extended-res
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import json
-import uuid
 from typing import Any
 
-from gang.sim.api import DeleteOptions, SimApi, rfc3339
+from gang.sim.api import DeleteOptions, SimApi
 from gang.sim.dra import DELETE_PROTECTION
 from gang.sim.errors import ApiError
 from gang.sim.pods import is_terminal
+from gang.sim.reconciler import Reconciler, obj_key
 from gang.sim.resources import ResourceType
 from gang.sim.store import DELETED, Obj, ObjKey, StoredEvent
 
@@ -56,8 +55,6 @@ POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 COMPONENT = "resource_claim"
 #: room for a hyphen and 5 random characters in a 63-character name
 MAX_BASE_LEN = 57
-RETRY_INITIAL_SECONDS = 1.0
-RETRY_MAX_SECONDS = 30.0
 
 
 class ClaimNameError(Exception):
@@ -167,77 +164,49 @@ def _named_claims(pod: Obj | None) -> set[str]:
     return names
 
 
-def _key(obj: Obj) -> ObjKey:
-    meta = obj["metadata"]
-    return meta.get("namespace", ""), meta["name"]
-
-
 # --- the controller ----------------------------------------------------------------------------
 
 
-class ResourceClaimController:
+class ResourceClaimController(Reconciler):
     """Creates claims from templates, reserves, releases and collects them; see the docstring."""
 
     def __init__(self, api: SimApi) -> None:
         if api.rt_resource_claims is None or api.rt_claim_templates is None:
             raise ValueError("this cluster does not serve resource.k8s.io/v1")
-        self.api = api
+        super().__init__(api)
         self.rt_claims: ResourceType = api.rt_resource_claims
         self._pods = api.rt_pods.storage_key
         self._claims = api.rt_resource_claims.storage_key
         self._templates = api.rt_claim_templates.storage_key
-        self._dirty_pods: set[ObjKey] = set()
-        self._dirty_claims: set[ObjKey] = set()
-        self._handle: asyncio.Handle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        #: pods first, then claims, in each drain; a pod that failed is retried with back-off
+        self._pod_queue = self.queue(self._sync_pod_key)
+        self._claim_queue = self.queue(self._sync_claim_key)
         #: pod uid → claims it controls; claim → pods naming it; template → pods waiting for it
         self._owned: dict[str, set[ObjKey]] = {}
         self._users: dict[ObjKey, set[ObjKey]] = {}
         self._waiting: dict[ObjKey, set[ObjKey]] = {}
-        #: failed attempts in a row per pod, and the pending retries
-        self._failures: dict[ObjKey, int] = {}
-        self._timers: dict[ObjKey, asyncio.TimerHandle] = {}
         #: pod uid → the message of the last Event posted on it (one per message in a row)
         self._reported: dict[str, str] = {}
 
-    # --- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.api.store.add_listener(self._on_event)
+    def _seed(self) -> None:
         for claim in self.api.store.items(self._claims):
             self._index_claim(claim, None, deleted=False)
-            self._enqueue_claim(_key(claim))
+            self._claim_queue.add(obj_key(claim))
         for pod in self.api.store.items(self._pods):
             if pod_claims(pod):
                 self._index_pod(pod, None, deleted=False)
-                self._enqueue_pod(_key(pod))
-
-    def stop(self) -> None:
-        self.api.store.remove_listener(self._on_event)
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._failures.clear()
-        self._dirty_pods.clear()
-        self._dirty_claims.clear()
-        self._loop = None
+                self._pod_queue.add(obj_key(pod))
 
     # --- events, indexes and the work queue ------------------------------------------------
 
     def _on_event(self, storage_key: str, event: StoredEvent) -> None:
-        if self._loop is None:
-            return
         if storage_key == self._pods:
             self._on_pod(event)
         elif storage_key == self._claims:
             self._on_claim(event)
         elif storage_key == self._templates and event.type != DELETED:
-            for pod_key in sorted(self._waiting.pop(_key(event.obj), set())):
-                self._enqueue_pod(pod_key)
+            for pod_key in sorted(self._waiting.pop(obj_key(event.obj), set())):
+                self._pod_queue.add(pod_key)
 
     def _on_pod(self, event: StoredEvent) -> None:
         pod, deleted = event.obj, event.type == DELETED
@@ -246,25 +215,26 @@ class ResourceClaimController:
         self._index_pod(pod, event.prev, deleted)
         namespace = pod["metadata"].get("namespace", "")
         for name in _named_claims(pod) | _named_claims(event.prev):
-            self._enqueue_claim((namespace, name))
+            self._claim_queue.add((namespace, name))
         for claim_key in sorted(self._owned.get(pod["metadata"].get("uid", ""), set())):
-            self._enqueue_claim(claim_key)
+            self._claim_queue.add(claim_key)
         if deleted:
-            self._forget_pod(pod)
+            self.drop_retry(obj_key(pod))
+            self._reported.pop(pod["metadata"].get("uid", ""), None)
         else:
-            self._enqueue_pod(_key(pod))
+            self._pod_queue.add(obj_key(pod))
 
     def _on_claim(self, event: StoredEvent) -> None:
         claim, deleted = event.obj, event.type == DELETED
         self._index_claim(claim, event.prev, deleted)
-        key = _key(claim)
+        key = obj_key(claim)
         if not deleted:
-            self._enqueue_claim(key)
+            self._claim_queue.add(key)
         for pod_key in sorted(self._users.get(key, set())):
-            self._enqueue_pod(pod_key)  # a claim to reserve, or one to make again
+            self._pod_queue.add(pod_key)  # a claim to reserve, or one to make again
 
     def _index_pod(self, pod: Obj, prev: Obj | None, deleted: bool) -> None:
-        namespace, key = pod["metadata"].get("namespace", ""), _key(pod)
+        namespace, key = pod["metadata"].get("namespace", ""), obj_key(pod)
         for name in _named_claims(prev):
             users = self._users.get((namespace, name))
             if users is not None:
@@ -276,7 +246,7 @@ class ResourceClaimController:
                 self._users.setdefault((namespace, name), set()).add(key)
 
     def _index_claim(self, claim: Obj, prev: Obj | None, deleted: bool) -> None:
-        key = _key(claim)
+        key = obj_key(claim)
         for obj in (prev, claim if deleted else None):
             owner = owning_pod(obj) if obj is not None else None
             if owner is not None:
@@ -289,50 +259,15 @@ class ResourceClaimController:
         if owner is not None and not deleted:
             self._owned.setdefault(owner[1], set()).add(key)
 
-    def _forget_pod(self, pod: Obj) -> None:
-        key = _key(pod)
-        self._failures.pop(key, None)
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-        self._reported.pop(pod["metadata"].get("uid", ""), None)
+    def _sync_pod_key(self, key: ObjKey) -> None:
+        pod = self.api.store.get(self._pods, *key)
+        if pod is not None:
+            self.sync_pod(pod)
 
-    def _enqueue_pod(self, key: ObjKey) -> None:
-        self._dirty_pods.add(key)
-        self._schedule()
-
-    def _enqueue_claim(self, key: ObjKey) -> None:
-        self._dirty_claims.add(key)
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if self._handle is None and self._loop is not None:
-            self._handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._handle = None
-        pods, self._dirty_pods = self._dirty_pods, set()
-        claims, self._dirty_claims = self._dirty_claims, set()
-        for key in sorted(pods):
-            pod = self.api.store.get(self._pods, *key)
-            if pod is not None:
-                self.sync_pod(pod)
-        for key in sorted(claims):
-            claim = self.api.store.get(self._claims, *key)
-            if claim is not None:
-                self.sync_claim(claim)
-
-    def _retry_later(self, key: ObjKey) -> None:
-        if self._loop is None or key in self._timers:
-            return
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        delay = min(RETRY_MAX_SECONDS, RETRY_INITIAL_SECONDS * 2**failures)
-        self._timers[key] = self._loop.call_later(delay, self._retry, key)
-
-    def _retry(self, key: ObjKey) -> None:
-        self._timers.pop(key, None)
-        self._enqueue_pod(key)
+    def _sync_claim_key(self, key: ObjKey) -> None:
+        claim = self.api.store.get(self._claims, *key)
+        if claim is not None:
+            self.sync_claim(claim)
 
     # --- pods ------------------------------------------------------------------------------
 
@@ -347,13 +282,13 @@ class ResourceClaimController:
             except _Failed as failed:
                 message = f"PodResourceClaim {pod_claim.get('name')}: {failed}"
                 self._report(pod, "Warning", "FailedResourceClaimCreation", message)
-                self._retry_later(_key(pod))
+                self.retry_later(self._pod_queue, obj_key(pod))
                 return
-        self._failures.pop(_key(pod), None)
+        self.reset_backoff(obj_key(pod))
         if created:
             written = self._record_claims(pod, created)
             if written is None:
-                self._retry_later(_key(pod))
+                self.retry_later(self._pod_queue, obj_key(pod))
                 return
             pod = written
         if (pod.get("spec") or {}).get("nodeName"):
@@ -397,7 +332,7 @@ class ResourceClaimController:
         namespace = meta["namespace"]
         template = self.api.store.get(self._templates, namespace, template_name)
         if template is None:
-            self._waiting.setdefault((namespace, template_name), set()).add(_key(pod))
+            self._waiting.setdefault((namespace, template_name), set()).add(obj_key(pod))
             raise _Failed(
                 f'resource claim template "{template_name}": '
                 f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found'
@@ -443,7 +378,7 @@ class ResourceClaimController:
         ]
         entries += [{"name": n, "resourceClaimName": c} for n, c in sorted(created.items())]
         status["resourceClaimStatuses"] = entries
-        return self._write(self.api.rt_pods, {**pod, "status": status}, "status")
+        return self.write(self.api.rt_pods, {**pod, "status": status}, "status")
 
     def _reserve_for_pod(self, pod: Obj) -> None:
         """Reserve allocated claims for a bound pod that is not among their consumers yet."""
@@ -462,7 +397,7 @@ class ResourceClaimController:
             if status.get("allocation") and not is_reserved_for(pod, claim):
                 entry = {"resource": "pods", "name": meta["name"], "uid": meta["uid"]}
                 status = {**status, "reservedFor": [*reserved_for(claim), entry]}
-                self._write(self.rt_claims, {**claim, "status": status}, "status")
+                self.write(self.rt_claims, {**claim, "status": status}, "status")
 
     # --- claims ----------------------------------------------------------------------------
 
@@ -477,7 +412,7 @@ class ResourceClaimController:
                 status["reservedFor"] = valid
             elif protected:
                 status.pop("allocation", None)  # the last consumer is gone: deallocate
-            written = self._write(self.rt_claims, {**claim, "status": status}, "status")
+            written = self.write(self.rt_claims, {**claim, "status": status}, "status")
             if written is None:
                 return
             claim = written
@@ -499,14 +434,12 @@ class ResourceClaimController:
         if not status.get("allocation"):
             return claim
         status = {k: v for k, v in status.items() if k != "allocation"}
-        return self._write(self.rt_claims, {**claim, "status": status}, "status")
+        return self.write(self.rt_claims, {**claim, "status": status}, "status")
 
     def _unprotect(self, claim: Obj) -> Obj | None:
         meta = claim["metadata"]
         finalizers = [f for f in meta.get("finalizers") or [] if f != DELETE_PROTECTION]
-        return self._write(
-            self.rt_claims, {**claim, "metadata": {**meta, "finalizers": finalizers}}
-        )
+        return self.write(self.rt_claims, {**claim, "metadata": {**meta, "finalizers": finalizers}})
 
     def _collect(self, claim: Obj, in_use: bool) -> None:
         """Delete a generated claim whose pod is gone (garbage collection) or, unused, done."""
@@ -522,45 +455,10 @@ class ResourceClaimController:
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _write(self, rt: ResourceType, obj: Obj, subresource: str | None = None) -> Obj | None:
-        """An update through the API (no resourceVersion precondition); None when refused."""
-        meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-        try:
-            return self.api.update(
-                rt, meta.get("namespace"), meta["name"], {**obj, "metadata": meta}, subresource
-            )
-        except ApiError:
-            return None
-
     def _report(self, pod: Obj, type_: str, reason: str, message: str) -> None:
         """An Event on the pod, unless the last one posted on it said the same."""
-        meta = pod["metadata"]
-        if self._reported.get(meta["uid"]) == message:
+        uid = pod["metadata"]["uid"]
+        if self._reported.get(uid) == message:
             return
-        self._reported[meta["uid"]] = message
-        now = rfc3339(self.api.clock())
-        body = {
-            "metadata": {
-                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                "namespace": meta["namespace"],
-            },
-            "involvedObject": {
-                "kind": "Pod",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta["uid"],
-                "apiVersion": "v1",
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": COMPONENT},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": type_,
-            "reportingComponent": COMPONENT,
-            "reportingInstance": "",
-        }
-        with contextlib.suppress(ApiError):  # best effort, as client-go's event recorder
-            self.api.create(self.api.rt_events, meta["namespace"], body)
+        self._reported[uid] = message
+        self.post_event(pod, "Pod", "v1", type_, reason, message, COMPONENT)

@@ -9,8 +9,8 @@ pod is placed (and their volume's node affinity then constrains placement), whil
 that node is provisioned and bound. Without that second actor the scheduler's waiting, its
 retries and its bookkeeping cannot be tested. ``SimCluster(controllers=True)`` (the default)
 attaches this stand-in; like the Job and StatefulSet ones (``gang.sim.controllers``) it is an
-in-process store listener that acts on the event loop and writes through the SimApi verbs, so
-every change reaches watchers as it would from a real controller.
+in-process store listener that acts on the event loop (``gang.sim.reconciler``) and writes
+through the SimApi verbs, so every change reaches watchers as it would from a real controller.
 
 What it does, as far as a scheduler can observe it:
 
@@ -57,8 +57,8 @@ other than a missing class or node.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import functools
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -66,7 +66,7 @@ from typing import Any
 from gang.sim.api import DeleteOptions, SimApi, rfc3339
 from gang.sim.errors import ApiError
 from gang.sim.pods import is_terminal
-from gang.sim.resources import ResourceType
+from gang.sim.reconciler import Reconciler, obj_key
 from gang.sim.storage import PV_PROTECTION, PVC_PROTECTION, default_class, storage_quantity
 from gang.sim.store import DELETED, Obj, ObjKey, StoredEvent
 from gang.sim.workloads import selector_matches
@@ -88,64 +88,44 @@ EXTERNAL_PROVISIONING_MESSAGE = (
 )
 
 
-class VolumeController:
+class VolumeController(Reconciler):
     """Binds claims to volumes, provisions volumes, reclaims them; see the module docstring."""
 
     def __init__(self, api: SimApi, provisioning_delay: float = 0.0) -> None:
-        self.api = api
+        super().__init__(api)
         #: seconds between deciding to provision a volume and the volume appearing (runtime knob)
         self.provisioning_delay = provisioning_delay
         self._claims = api.rt_pvcs.storage_key
         self._volumes = api.rt_pvs.storage_key
         self._classes = api.rt_storage_classes.storage_key
         self._pods = api.rt_pods.storage_key
-        self._dirty_claims: set[ObjKey] = set()
-        self._dirty_volumes: set[str] = set()
-        self._handle: asyncio.Handle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        #: claim uid → the pending provisioning of its volume
-        self._provisioning: dict[str, asyncio.TimerHandle] = {}
+        #: claims first, then volumes, in each drain
+        self._claim_queue = self.queue(self._sync_claim_key)
+        self._volume_queue = self.queue(self._sync_volume_name)
         #: claim uid → the reason of the last Event posted on it (one Event per reason in a row)
         self._reported: dict[str, str] = {}
+        # the pending provisioning of a claim's volume is the timer keyed by the claim's uid
 
-    # --- lifecycle -----------------------------------------------------------------------
-
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.api.store.add_listener(self._on_event)
+    def _seed(self) -> None:
         for claim in self.api.store.items(self._claims):
-            self._enqueue_claim(_key(claim))
+            self._claim_queue.add(obj_key(claim))
         for volume in self.api.store.items(self._volumes):
-            self._enqueue_volume(volume["metadata"]["name"])
-
-    def stop(self) -> None:
-        self.api.store.remove_listener(self._on_event)
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        for timer in self._provisioning.values():
-            timer.cancel()
-        self._provisioning.clear()
-        self._dirty_claims.clear()
-        self._dirty_volumes.clear()
-        self._loop = None
+            self._volume_queue.add(volume["metadata"]["name"])
 
     # --- events and the work queue -------------------------------------------------------
 
     def _on_event(self, storage_key: str, event: StoredEvent) -> None:
-        if self._loop is None:
-            return
         obj = event.obj
         if storage_key == self._claims:
             if event.type == DELETED:
                 self._forget_claim(obj)
             else:
-                self._enqueue_claim(_key(obj))
+                self._claim_queue.add(obj_key(obj))
         elif storage_key == self._volumes:
-            self._enqueue_volume(obj["metadata"]["name"])
+            self._volume_queue.add(obj["metadata"]["name"])
             ref = (obj.get("spec") or {}).get("claimRef")
             if isinstance(ref, dict) and ref.get("name"):
-                self._enqueue_claim((str(ref.get("namespace") or ""), str(ref["name"])))
+                self._claim_queue.add((str(ref.get("namespace") or ""), str(ref["name"])))
             elif event.type != DELETED:
                 self._enqueue_unbound_claims()  # a new candidate for static binding
         elif storage_key == self._classes:
@@ -157,48 +137,31 @@ class VolumeController:
                 for claim_name in _claim_names(pod):
                     claim = self.api.store.get(self._claims, namespace, claim_name)
                     if claim is not None and claim["metadata"].get("deletionTimestamp"):
-                        self._enqueue_claim((namespace, claim_name))
+                        self._claim_queue.add((namespace, claim_name))
 
     def _forget_claim(self, claim: Obj) -> None:
         uid = claim["metadata"].get("uid", "")
-        timer = self._provisioning.pop(uid, None)
-        if timer is not None:
-            timer.cancel()
+        self.cancel_timer(uid)
         self._reported.pop(uid, None)
         for volume in self.api.store.items(self._volumes):
             ref = (volume.get("spec") or {}).get("claimRef") or {}
             if ref.get("uid") == uid:
-                self._enqueue_volume(volume["metadata"]["name"])
+                self._volume_queue.add(volume["metadata"]["name"])
 
     def _enqueue_unbound_claims(self) -> None:
         for claim in self.api.store.items(self._claims):
             if not _claim_bound(claim):
-                self._enqueue_claim(_key(claim))
+                self._claim_queue.add(obj_key(claim))
 
-    def _enqueue_claim(self, key: ObjKey) -> None:
-        self._dirty_claims.add(key)
-        self._schedule()
+    def _sync_claim_key(self, key: ObjKey) -> None:
+        claim = self.api.store.get(self._claims, *key)
+        if claim is not None:
+            self.sync_claim(claim)
 
-    def _enqueue_volume(self, name: str) -> None:
-        self._dirty_volumes.add(name)
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if self._handle is None and self._loop is not None:
-            self._handle = self._loop.call_soon(self._drain)
-
-    def _drain(self) -> None:
-        self._handle = None
-        claims, self._dirty_claims = self._dirty_claims, set()
-        volumes, self._dirty_volumes = self._dirty_volumes, set()
-        for key in sorted(claims):
-            claim = self.api.store.get(self._claims, *key)
-            if claim is not None:
-                self.sync_claim(claim)
-        for name in sorted(volumes):
-            volume = self.api.store.get(self._volumes, "", name)
-            if volume is not None:
-                self.sync_volume(volume)
+    def _sync_volume_name(self, name: str) -> None:
+        volume = self.api.store.get(self._volumes, "", name)
+        if volume is not None:
+            self.sync_volume(volume)
 
     # --- claims --------------------------------------------------------------------------
 
@@ -214,7 +177,7 @@ class VolumeController:
         if "storageClassName" not in spec:
             default = default_class(self.api.store.items(self._classes))
             if default is not None:  # retroactive default StorageClass assignment
-                self._write(
+                self.write(
                     self.api.rt_pvcs,
                     {**claim, "spec": {**spec, "storageClassName": default["metadata"]["name"]}},
                 )
@@ -267,7 +230,7 @@ class VolumeController:
         status = claim.get("status") or {}
         if volume is None:
             if status.get("phase") == "Bound":
-                self._write(
+                self.write(
                     self.api.rt_pvcs, {**claim, "status": {**status, "phase": "Lost"}}, "status"
                 )
                 self._report(
@@ -351,7 +314,7 @@ class VolumeController:
                 "apiVersion": "v1",
                 "resourceVersion": c_meta["resourceVersion"],
             }
-            written = self._write(
+            written = self.write(
                 self.api.rt_pvs,
                 {
                     **volume,
@@ -363,7 +326,7 @@ class VolumeController:
                 return
             volume = written
         if (volume.get("status") or {}).get("phase") != "Bound":
-            written = self._write(self.api.rt_pvs, self._phase(volume, "Bound"), "status")
+            written = self.write(self.api.rt_pvs, self._phase(volume, "Bound"), "status")
             if written is None:
                 return
             volume = written
@@ -372,7 +335,7 @@ class VolumeController:
         annotations[BIND_COMPLETED] = "yes"
         if not spec.get("volumeName"):
             annotations[BOUND_BY_CONTROLLER] = "yes"
-        written = self._write(
+        written = self.write(
             self.api.rt_pvcs,
             {
                 **claim,
@@ -389,7 +352,7 @@ class VolumeController:
             "accessModes": list(v_spec.get("accessModes") or []),
             "capacity": dict(v_spec.get("capacity") or {}),
         }
-        self._write(self.api.rt_pvcs, {**written, "status": status}, "status")
+        self.write(self.api.rt_pvcs, {**written, "status": status}, "status")
 
     def _release_claim_protection(self, claim: Obj) -> None:
         meta = claim["metadata"]
@@ -397,7 +360,7 @@ class VolumeController:
         if PVC_PROTECTION not in finalizers or self._in_use(claim):
             return
         finalizers.remove(PVC_PROTECTION)
-        self._write(self.api.rt_pvcs, {**claim, "metadata": {**meta, "finalizers": finalizers}})
+        self.write(self.api.rt_pvcs, {**claim, "metadata": {**meta, "finalizers": finalizers}})
 
     def _in_use(self, claim: Obj) -> bool:
         """A scheduled pod that has not finished mounts the claim (the pvc-protection rule)."""
@@ -415,17 +378,19 @@ class VolumeController:
 
     def _start_provisioning(self, claim: Obj, provisioner: str) -> None:
         uid = claim["metadata"]["uid"]
-        if uid in self._provisioning or self._loop is None:
+        if uid in self._timers or self._loop is None:
             return
-        self._provisioning[uid] = self._loop.call_later(
-            max(0.0, self.provisioning_delay), self._provision, _key(claim), uid
+        self.call_later(
+            uid,
+            max(0.0, self.provisioning_delay),
+            functools.partial(self._provision, obj_key(claim), uid),
         )
         meta = claim["metadata"]
         annotations = dict(meta.get("annotations") or {})
         if annotations.get(STORAGE_PROVISIONER) != provisioner:
             annotations[STORAGE_PROVISIONER] = provisioner
             annotations[BETA_STORAGE_PROVISIONER] = provisioner
-            written = self._write(
+            written = self.write(
                 self.api.rt_pvcs, {**claim, "metadata": {**meta, "annotations": annotations}}
             )
             claim = written or claim
@@ -435,7 +400,7 @@ class VolumeController:
             "ExternalProvisioning",
             EXTERNAL_PROVISIONING_MESSAGE.format(provisioner),
         )
-        ns, name = _key(claim)
+        ns, name = obj_key(claim)
         self._report(
             claim,
             "Normal",
@@ -445,7 +410,6 @@ class VolumeController:
         )
 
     def _provision(self, key: ObjKey, uid: str) -> None:
-        self._provisioning.pop(uid, None)
         claim = self.api.store.get(self._claims, *key)
         if claim is None or claim["metadata"]["uid"] != uid or _claim_bound(claim):
             return
@@ -455,7 +419,7 @@ class VolumeController:
         class_name = str(spec.get("storageClassName") or "")
         storage_class = self.api.store.get(self._classes, "", class_name)
         if storage_class is None:
-            self._enqueue_claim(key)  # sync_claim reports it
+            self._claim_queue.add(key)  # sync_claim reports it
             return
         provisioner = str(storage_class.get("provisioner") or "")
         annotations = dict(claim["metadata"].get("annotations") or {})
@@ -475,7 +439,7 @@ class VolumeController:
                     component=provisioner,
                 )
                 del annotations[SELECTED_NODE]  # reschedule: the scheduler picks another node
-                self._write(
+                self.write(
                     self.api.rt_pvcs,
                     {**claim, "metadata": {**claim["metadata"], "annotations": annotations}},
                 )
@@ -572,7 +536,7 @@ class VolumeController:
         ref = spec.get("claimRef")
         if not isinstance(ref, dict):
             if phase != "Available" and not deleting:
-                self._write(self.api.rt_pvs, self._phase(volume, "Available"), "status")
+                self.write(self.api.rt_pvs, self._phase(volume, "Available"), "status")
                 return
         elif ref.get("uid"):  # (pre-bound by name only: the claim's sync binds it)
             claim = self.api.store.get(self._claims, str(ref.get("namespace") or ""), ref["name"])
@@ -580,7 +544,7 @@ class VolumeController:
                 return  # the claim's sync keeps the pair consistent
             # the claim this volume was bound to is gone: release, then reclaim
             if phase in ("Bound", "Available", "Pending"):
-                written = self._write(self.api.rt_pvs, self._phase(volume, "Released"), "status")
+                written = self.write(self.api.rt_pvs, self._phase(volume, "Released"), "status")
                 if written is None:
                     return
                 volume, phase = written, "Released"
@@ -595,7 +559,7 @@ class VolumeController:
         finalizers = list(meta.get("finalizers") or [])
         if meta.get("deletionTimestamp") and PV_PROTECTION in finalizers and phase != "Bound":
             finalizers.remove(PV_PROTECTION)  # the pv-protection controller's rule
-            self._write(self.api.rt_pvs, {**volume, "metadata": {**meta, "finalizers": finalizers}})
+            self.write(self.api.rt_pvs, {**volume, "metadata": {**meta, "finalizers": finalizers}})
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -607,16 +571,6 @@ class VolumeController:
         }
         return {**volume, "status": status}
 
-    def _write(self, rt: ResourceType, obj: Obj, subresource: str | None = None) -> Obj | None:
-        """An update through the API (no resourceVersion precondition); None when refused."""
-        meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-        try:
-            return self.api.update(
-                rt, meta.get("namespace"), meta["name"], {**obj, "metadata": meta}, subresource
-            )
-        except ApiError:
-            return None
-
     def _report(
         self,
         claim: Obj,
@@ -626,41 +580,11 @@ class VolumeController:
         component: str = COMPONENT,
     ) -> None:
         """Post an Event on the claim, unless the last one posted on it had the same reason."""
-        meta = claim["metadata"]
-        if self._reported.get(meta["uid"]) == reason:
+        uid = claim["metadata"]["uid"]
+        if self._reported.get(uid) == reason:
             return
-        self._reported[meta["uid"]] = reason
-        now = rfc3339(self.api.clock())
-        body = {
-            "metadata": {
-                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                "namespace": meta["namespace"],
-            },
-            "involvedObject": {
-                "kind": "PersistentVolumeClaim",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta["uid"],
-                "apiVersion": "v1",
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": type_,
-            "reportingComponent": component,
-            "reportingInstance": "",
-        }
-        with contextlib.suppress(ApiError):  # best effort, as client-go's event recorder
-            self.api.create(self.api.rt_events, meta["namespace"], body)
-
-
-def _key(obj: Obj) -> ObjKey:
-    meta = obj["metadata"]
-    return meta.get("namespace", ""), meta["name"]
+        self._reported[uid] = reason
+        self.post_event(claim, "PersistentVolumeClaim", "v1", type_, reason, message, component)
 
 
 def _claim_bound(claim: Obj) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from gang.kube.informer import object_key
 from gang.models.dra import (
     DeviceClass,
     DraParseError,
@@ -78,10 +79,7 @@ class DraCatalog:
     def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
         """Apply an informer object of ``kind`` (one of :data:`DRA_KINDS`); True if something
         changed."""
-        meta = raw.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
-        name = str(meta.get("name") or "")
-        namespace = str(meta.get("namespace") or "")
+        namespace, name = object_key(raw)
         if not name:
             return False
         self.rejected.pop((kind, namespace, name), None)

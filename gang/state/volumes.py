@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from gang.kube.informer import object_key
 from gang.models.quantity import QuantityError, quantity_to_int
 from gang.state.podinfo import NodeSelectorRequirement, NodeSelectorTerm
 
@@ -110,10 +111,7 @@ class VolumeCatalog:
     def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
         """Apply an informer object of ``kind`` (claims, volumes, classes, csinodes); True if
         something changed."""
-        meta = raw.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
-        name = str(meta.get("name") or "")
-        namespace = str(meta.get("namespace") or "")
+        namespace, name = object_key(raw)
         if not name:
             return False
         self.rejected.pop((kind, namespace, name), None)

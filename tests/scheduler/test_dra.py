@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from gang.app.explain import explain, find_gang
 from tests.scheduler.conftest import Env, eventually, gang_env, gang_pod, podgroup
 from tests.scheduler.test_preemption import HIGH, LOW
 from tests.scheduler.test_preemption import cluster as preemption_cluster
@@ -63,6 +64,17 @@ def template(name: str, count: int = 1, **exactly: Any) -> dict[str, Any]:
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name},
         "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def one_gpu_claim(name: str) -> dict[str, Any]:
+    """A ResourceClaim made by hand (not from a template), for one GPU."""
+    request = {"name": "gpu", "exactly": {"deviceClassName": CLASS}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {"devices": {"requests": [request]}},
     }
 
 
@@ -176,6 +188,11 @@ async def test_a_gang_that_needs_a_fourth_node_takes_nothing_until_it_comes() ->
         assert await env.api.bound() == {}
         made = await claims(env)
         assert len(made) == 4 and all(devices_of(c) == [] for c in made.values())
+        gang = find_gang(env.scheduler, "default", "train")
+        assert gang is not None
+        answer = explain(env.scheduler, gang)  # 6 GPUs in all: not even the empty cluster
+        assert answer["state"] == "never", answer
+        assert "cannot allocate all claims" in str(answer), answer
 
         (added,) = env.cluster.add_nodes("1:cpu=8,memory=32Gi,zones=1,prefix=late")
         await create(
@@ -195,15 +212,7 @@ async def test_a_gang_that_needs_a_fourth_node_takes_nothing_until_it_comes() ->
 async def test_a_claim_shared_by_a_gang_is_allocated_once_and_reserved_for_all() -> None:
     async with gang_env(NODES) as env:
         await setup_devices(env, per_node=1)
-        shared = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "shared-gpu"},
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}
-            },
-        }
-        await create(env, "resourceclaims", shared)
+        await create(env, "resourceclaims", one_gpu_claim("shared-gpu"))
         await env.api.create_podgroup(podgroup("team", 4))
         names = [f"team-{i}" for i in range(4)]
         pods = []
@@ -424,15 +433,7 @@ async def test_an_allocation_written_before_a_restart_is_a_fact_not_redone() -> 
         env.cluster.audit.record_requests = True
         nodes = await node_names(env)
         await setup_devices(env, per_node=1)
-        body = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"name": "kept"},
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}
-            },
-        }
-        await create(env, "resourceclaims", body)
+        await create(env, "resourceclaims", one_gpu_claim("kept"))
         pod = gang_pod(
             "resumed",
             None,

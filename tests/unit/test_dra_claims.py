@@ -196,3 +196,92 @@ def test_a_malformed_object_is_kept_aside_with_its_reason() -> None:
     assert catalog.upsert(CLASSES, {"metadata": {"name": "bad"}, "spec": {"selectors": "nope"}})
     assert "bad" not in catalog.classes
     assert catalog.rejected[(CLASSES, "", "bad")]
+
+
+def test_an_anonymised_snapshot_keeps_every_device_reference_consistent() -> None:
+    """Node, pod, claim and template names are replaced everywhere they are named (a slice's
+    node and pool, a claim's owner, consumers, results and node selector, the pod's claim
+    references and statuses); device names and attributes stay."""
+    import orjson
+
+    from gang.app.snapshot import anonymise
+
+    node, pod_name, claim_name = "gpu-box-7", "alice-train-0", "alice-train-0-gpu-x7k2p"
+    items = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {}}},
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": "alice"},
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "main", "image": "x"}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "alice-gpus"}],
+            },
+            "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": claim_name}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "alice-gpus", "namespace": "alice"},
+            "spec": {"spec": {}},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpu.example.com"},
+            "spec": {"driver": "gpu.example.com", "nodeName": node, "pool": {"name": node}},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "name": claim_name,
+                "namespace": "alice",
+                "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu", "team": "alice"},
+                "ownerReferences": [
+                    {"kind": "Pod", "name": pod_name, "uid": "u", "controller": True}
+                ],
+            },
+            "spec": {},
+            "status": {
+                "allocation": {
+                    "devices": {"results": [{"pool": node, "device": "gpu-0"}]},
+                    "nodeSelector": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchFields": [
+                                    {"key": "metadata.name", "operator": "In", "values": [node]}
+                                ]
+                            }
+                        ]
+                    },
+                },
+                "reservedFor": [{"resource": "pods", "name": pod_name, "uid": "u"}],
+            },
+        },
+    ]
+    out = anonymise({"kind": "GangSnapshot", "items": items})["items"]
+    text = orjson.dumps(out).decode()
+    for secret in (node, pod_name, claim_name, "alice"):
+        assert secret not in text, secret
+    by_kind = {o["kind"]: o for o in out}
+    new_node, new_pod = by_kind["Node"]["metadata"]["name"], by_kind["Pod"]["metadata"]["name"]
+    claim_obj, piece = by_kind["ResourceClaim"], by_kind["ResourceSlice"]["spec"]
+    status = claim_obj["status"]
+    assert piece["nodeName"] == piece["pool"]["name"] == new_node
+    assert status["allocation"]["devices"]["results"] == [{"pool": new_node, "device": "gpu-0"}]
+    terms = status["allocation"]["nodeSelector"]["nodeSelectorTerms"]
+    assert terms[0]["matchFields"][0]["values"] == [new_node]
+    assert (
+        status["reservedFor"][0]["name"]
+        == claim_obj["metadata"]["ownerReferences"][0]["name"]
+        == new_pod
+    )
+    pod_spec, pod_status = by_kind["Pod"]["spec"], by_kind["Pod"]["status"]
+    assert (
+        pod_status["resourceClaimStatuses"][0]["resourceClaimName"] == claim_obj["metadata"]["name"]
+    )
+    template = by_kind["ResourceClaimTemplate"]["metadata"]["name"]
+    assert pod_spec["resourceClaims"][0]["resourceClaimTemplateName"] == template
+    assert claim_obj["metadata"]["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}

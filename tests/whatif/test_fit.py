@@ -301,3 +301,36 @@ async def test_fit_keeps_a_gang_inside_its_rack_and_says_why_a_bigger_one_never_
         code, answer = await gang_fit(env, five, capsys)
         assert (code, answer["answer"]) == (whatif.NEVER_FITS, "never fits"), answer
         assert "required rack: the best rack fits 4 of 5 members" in answer["never"]["why"]
+
+
+async def test_fit_counts_the_devices_that_claims_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DRA: two nodes with one GPU each, and a running pod whose claim holds one of them. The
+    snapshot carries the slices and that allocation, so ``gang fit`` says a gang of two
+    one-GPU members fits only once the holder ends, and a gang of one fits now, on the other
+    node."""
+    from tests.scheduler.test_dra import claimed_pod, create, setup_devices, template
+    from tests.scheduler.test_dra import wait_bound as dra_bound
+
+    async with cluster("2:cpu=8,memory=32Gi,zones=1") as (env, _):
+        await setup_devices(env, per_node=1)
+        await create(env, "resourceclaimtemplates", template("one-gpu"))
+        await env.api.create_pods([claimed_pod("holder", None, "one-gpu")])
+        held = (await dra_bound(env, ["holder"]))["holder"]
+
+        def dra_gang(name: str, size: int) -> Path:
+            docs = [podgroup(name, size, timeout=30)]
+            docs += [claimed_pod(f"{name}-{i}", name, "one-gpu") for i in range(size)]
+            for doc in docs[1:]:
+                doc.setdefault("apiVersion", "v1")
+                doc.setdefault("kind", "Pod")
+            path = tmp_path / f"{name}.yaml"
+            path.write_text(yaml.safe_dump_all(docs))
+            return path
+
+        code, answer = await gang_fit(env, dra_gang("pair", 2), capsys)
+        assert code == whatif.AFTER_RESERVATION, answer  # when the holder ends: its GPU
+        code, answer = await gang_fit(env, dra_gang("single", 1), capsys)
+        assert code == whatif.FITS_NOW, answer
+        assert answer["nodes"] and held not in answer["nodes"], answer
