@@ -41,6 +41,7 @@ from gang.kube.transport import (
     Kind,
     Kube,
 )
+from gang.models.dra import DRA_GROUP, DRA_VERSION
 from gang.models.groupapis import COSCHEDULING, GROUP_APIS, NATIVE, WORKLOAD, GroupApi
 from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import SchedulerConfig
@@ -53,7 +54,7 @@ from gang.scheduling.histogram import DurationHistogram
 from gang.scheduling.placement import Placer
 from gang.scheduling.tracker import ClusterState
 from gang.state.cache import ClusterCache
-from gang.state.dra import DRA_GROUP, DRA_KINDS, DRA_VERSION
+from gang.state.dra import DRA_KINDS
 from gang.state.topologybook import TopologyBook
 
 log = logging.getLogger(__name__)

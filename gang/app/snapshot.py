@@ -28,12 +28,12 @@ import orjson
 
 from gang.kube.client import make_api_client
 from gang.kube.transport import NAMESPACES, NODES, PDBS, PODS, Kind, Kube
+from gang.models.dra import DRA_GROUP, DRA_VERSION, POD_CLAIM_NAME_ANNOTATION
 from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import POD_GROUP_LABEL
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, VOLCANO_DEFAULT_QUEUE
 from gang.models.snapshot import SNAPSHOT_KIND, SNAPSHOT_VERSION, load
 from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TOPOLOGY_APIS
-from gang.state.dra import DRA_GROUP, DRA_VERSION
 from gang.state.podinfo import EXPECTED_RUN_ANNOTATION, SIGS_LEGACY_LABELS, VOLCANO_ANNOTATIONS
 
 Obj = dict[str, Any]
@@ -46,8 +46,6 @@ DRA_SNAPSHOT_KINDS = (
     ("resourceclaims", "ResourceClaim"),
 )
 DRA_KINDS_ANONYMISED = frozenset({"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
-#: the annotation a template-made claim carries (the pod's name for the claim)
-POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 PRIORITY_CLASSES = Kind("priorityclasses", "scheduling.k8s.io", "v1", "priorityclasses")
 #: metadata only the API server writes; a replay gets its own
 SERVER_FIELDS = ("managedFields", "resourceVersion", "uid", "selfLink", "generation")
@@ -154,6 +152,7 @@ def anonymise(snapshot: Obj) -> Obj:
     )
     queue = _Names("queue", (VOLCANO_DEFAULT_QUEUE, "root"))
     claim = _Names("claim")  # ResourceClaims and their templates (a generated name holds the pod's)
+    piece = _Names("slice")  # ResourceSlices (named after their node)
     nodes = [o["metadata"]["name"] for o in snapshot["items"] if o.get("kind") == "Node"]
     out = []
     for obj in snapshot["items"]:
@@ -182,7 +181,7 @@ def anonymise(snapshot: Obj) -> Obj:
         elif kind == "HyperNode":
             _anonymise_hypernode(obj, nodes, node)
         elif kind in DRA_KINDS_ANONYMISED:
-            _anonymise_devices(obj, nodes, node, pod, claim)
+            _anonymise_devices(obj, nodes, node, pod, claim, piece)
         elif kind not in ("PriorityClass", "DeviceClass"):
             meta["name"] = group(meta["name"]) if kind != "PodDisruptionBudget" else meta["name"]
         if "namespace" in meta:
@@ -192,7 +191,9 @@ def anonymise(snapshot: Obj) -> Obj:
             _anonymise_pod_claims(obj, claim)
         elif kind == "ResourceClaim":  # its pod: owner and consumer, renamed above
             annotations = meta.get("annotations") or {}
-            meta["annotations"] = {k: v for k, v in annotations.items() if k == POD_CLAIM_NAME}
+            meta["annotations"] = {
+                k: v for k, v in annotations.items() if k == POD_CLAIM_NAME_ANNOTATION
+            }
         else:
             meta.pop("annotations", None)
         if kind != "ResourceClaim":
@@ -231,6 +232,7 @@ def _anonymise_devices(
     node: Callable[[str], str],
     pod: Callable[[str], str],
     claim: Callable[[str], str],
+    piece: Callable[[str], str],
 ) -> None:
     """ResourceSlices, ResourceClaims and templates: node names (a slice's node, a pool named
     after its node, an allocation's results and node selector), pod names (a claim's owner and
@@ -242,7 +244,7 @@ def _anonymise_devices(
         return node(name) if isinstance(name, str) and name in known else name
 
     if kind == "ResourceSlice":
-        meta["name"] = f"slice-{claim(meta['name']).rpartition('-')[2]}"
+        meta["name"] = piece(meta["name"])
         spec["nodeName"] = renamed(spec.get("nodeName"))
         pool = spec.get("pool") or {}
         pool["name"] = renamed(pool.get("name"))

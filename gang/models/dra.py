@@ -30,6 +30,7 @@ __all__ = [
     "DRA_VERSION",
     "MAX_DEVICES_PER_CLAIM",
     "MAX_RESERVED_FOR",
+    "POD_CLAIM_NAME_ANNOTATION",
     "AttributeValue",
     "ClaimRequest",
     "ConfigEntry",
@@ -52,6 +53,8 @@ DRA_GROUP: Final = "resource.k8s.io"
 DRA_VERSION: Final = "v1"
 #: kube-scheduler's finalizer on a claim it allocated (removed once deallocated)
 DELETE_PROTECTION_FINALIZER: Final = "resource.kubernetes.io/delete-protection"
+#: the annotation of a claim made from a template: the pod's name for the claim
+POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
 #: the namespace label that allows ``adminAccess`` requests
 ADMIN_ACCESS_LABEL: Final = "resource.kubernetes.io/admin-access"
 #: the API's limits: devices one claim may be allocated, consumers one claim may be reserved for
@@ -243,22 +246,6 @@ class ResourceClaim:
     @property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
-
-    def allocated_devices(self) -> list[tuple[str, str, str, bool]]:
-        """(driver, pool, device, adminAccess) of every allocated result."""
-        if not self.allocation:
-            return []
-        results = (self.allocation.get("devices") or {}).get("results") or []
-        return [
-            (
-                str(r.get("driver")),
-                str(r.get("pool")),
-                str(r.get("device")),
-                bool(r.get("adminAccess")),
-            )
-            for r in results
-            if isinstance(r, Mapping)
-        ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -588,5 +575,5 @@ def parse_claim(raw: Mapping[str, Any]) -> ResourceClaim:
         deleting=meta.get("deletionTimestamp") is not None,
         finalizers=tuple(str(f) for f in _list(meta.get("finalizers"), "metadata.finalizers")),
         owner_pod=owner,
-        pod_claim_name=str(annotations.get("resource.kubernetes.io/pod-claim-name") or "") or None,
+        pod_claim_name=str(annotations.get(POD_CLAIM_NAME_ANNOTATION) or "") or None,
     )

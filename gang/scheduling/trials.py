@@ -123,7 +123,7 @@ class Trials:
                 counter = ports[rec.node].copy()
                 counter.subtract(rec.host_ports)
                 ports[rec.node] = +counter
-        released = base.devices.released_by({rec.uid for rec in removed})
+        released = base.devices.released_by(rec.uid for rec in removed)
         snap = replace(
             base,
             free=self.usable(unheld, held).copy(),

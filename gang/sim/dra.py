@@ -34,13 +34,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from gang.models.dra import DELETE_PROTECTION_FINALIZER
 from gang.sim.workloads import WorkloadRejected
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]
 
 #: the finalizer the scheduler puts on a claim it allocates (removed once deallocated)
-DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
+DELETE_PROTECTION = DELETE_PROTECTION_FINALIZER
 #: ResourceClaimReservedForMaxSize, AllocationResultsMaxSize, DeviceRequestsMaxSize
 RESERVED_FOR_MAX = 256
 RESULTS_MAX = 32

@@ -43,6 +43,7 @@ import copy
 import json
 from typing import Any
 
+from gang.models.dra import POD_CLAIM_NAME_ANNOTATION
 from gang.sim.api import DeleteOptions, SimApi
 from gang.sim.dra import DELETE_PROTECTION
 from gang.sim.errors import ApiError
@@ -51,7 +52,7 @@ from gang.sim.reconciler import Reconciler, obj_key
 from gang.sim.resources import ResourceType
 from gang.sim.store import DELETED, Obj, ObjKey, StoredEvent
 
-POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
+POD_CLAIM_NAME = POD_CLAIM_NAME_ANNOTATION
 COMPONENT = "resource_claim"
 #: room for a hyphen and 5 random characters in a 63-character name
 MAX_BASE_LEN = 57

@@ -18,12 +18,16 @@ the scheduler to the others; a pod whose claim cannot be read waits with the rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gang.kube.informer import object_key
 from gang.models.dra import (
+    DELETE_PROTECTION_FINALIZER,
+    DRA_GROUP,
+    DRA_VERSION,
+    MAX_RESERVED_FOR,
     DeviceClass,
     DraParseError,
     ResourceClaim,
@@ -37,16 +41,25 @@ Key = tuple[str, str]
 #: (driver, pool, device)
 DeviceId = tuple[str, str, str]
 
-DRA_GROUP: Final = "resource.k8s.io"
-DRA_VERSION: Final = "v1"
+__all__ = [
+    "CLAIMS",
+    "CLASSES",
+    "DELETE_PROTECTION_FINALIZER",
+    "DRA_GROUP",
+    "DRA_KINDS",
+    "DRA_VERSION",
+    "MAX_RESERVED_FOR",
+    "SLICES",
+    "DeviceId",
+    "DraCatalog",
+    "InFlight",
+    "devices_of",
+]
+
 CLASSES: Final = "deviceclasses"
 SLICES: Final = "resourceslices"
 CLAIMS: Final = "resourceclaims"
 DRA_KINDS: Final = (CLASSES, SLICES, CLAIMS)
-#: the finalizer kube-scheduler (and gang) put on a claim before allocating it
-DELETE_PROTECTION: Final = "resource.kubernetes.io/delete-protection"
-#: at most this many consumers in a claim's ``status.reservedFor`` (the API server's limit)
-MAX_RESERVED_FOR: Final = 256
 
 
 @dataclass(slots=True)
@@ -135,7 +148,7 @@ class DraCatalog:
         taken: set[DeviceId] = set()
         for key, claim in self.claims.items():
             if key not in released:
-                taken.update((d, p, n) for d, p, n, admin in claim.allocated_devices() if not admin)
+                taken.update(devices_of(claim.allocation))
         for key, planned in self.in_flight.items():
             if key not in released:
                 taken.update(devices_of(planned.allocation))
@@ -157,11 +170,13 @@ class DraCatalog:
         planned = self.in_flight.get(key)
         return planned.allocation if planned is not None else None
 
-    def released_by(self, gone: set[str]) -> frozenset[Key]:
+    def released_by(self, gone: Iterable[str]) -> frozenset[Key]:
         """The claims every consumer of which is among the pod uids ``gone`` (evicted in a
-        preemption trial): the resourceclaim controller would deallocate them."""
-        if not gone or not (self.claims or self.in_flight):
+        preemption trial): the resourceclaim controller would deallocate them. Costs nothing
+        where no claim exists (every trial of every preemption asks)."""
+        if not (self.claims or self.in_flight):
             return frozenset()
+        gone = set(gone)
         found = {
             key
             for key, claim in self.claims.items()

@@ -41,13 +41,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from gang.kube.transport import KubeError
 from gang.models.dra import ResourceClaim, ResourceSlice
 from gang.scheduling.dra.allocator import AllocationError, Allocator, SelectorMemo, reaches
 from gang.scheduling.framework import Mask, NodeFilterInput, Placed
 from gang.state.cache import ClusterCache, Snapshot
 from gang.state.dra import (
     CLAIMS,
-    DELETE_PROTECTION,
+    DELETE_PROTECTION_FINALIZER,
     DRA_GROUP,
     DRA_VERSION,
     MAX_RESERVED_FOR,
@@ -431,10 +432,10 @@ class DynamicResources:
             raise CommitError(f'resourceclaim "{key[1]}" was allocated by someone else meanwhile')
         finalizers = list(meta.get("finalizers") or [])
         add_finalizer = (
-            DELETE_PROTECTION not in finalizers and allocation is not None and not served
+            DELETE_PROTECTION_FINALIZER not in finalizers and allocation is not None and not served
         )
         if add_finalizer:
-            meta["finalizers"] = [*finalizers, DELETE_PROTECTION]
+            meta["finalizers"] = [*finalizers, DELETE_PROTECTION_FINALIZER]
             claim = await kube.replace_namespaced(DRA_GROUP, DRA_VERSION, CLAIMS, *key, claim)
             status = claim.setdefault("status", {})
         reserved = list(status.get("reservedFor") or [])
@@ -482,17 +483,13 @@ class DynamicResources:
                         DRA_GROUP, DRA_VERSION, CLAIMS, *key, claim, status=True
                     )
                 meta = claim.setdefault("metadata", {})
-                if (
-                    finalizer
-                    and (clear or not allocation)
-                    and not (claim.get("status") or {}).get("allocation")
-                ):
+                if finalizer and not (claim.get("status") or {}).get("allocation"):
                     meta["finalizers"] = [
-                        f for f in meta.get("finalizers") or [] if f != DELETE_PROTECTION
+                        f for f in meta.get("finalizers") or [] if f != DELETE_PROTECTION_FINALIZER
                     ]
                     await kube.replace_namespaced(DRA_GROUP, DRA_VERSION, CLAIMS, *key, claim)
                 return
-            except Exception as err:
-                if getattr(err, "status", None) != 409:
+            except KubeError as err:
+                if err.status != 409:
                     raise
         raise CommitError(f'resourceclaim "{key[1]}": could not roll back after 5 conflicts')
