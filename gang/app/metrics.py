@@ -165,6 +165,17 @@ class SchedulerCollector(Collector):
             "Bindings allowed in flight now (follows the API server's answers when 'auto')",
             value=int(scheduler.binder.slots.limit),
         )
+        pool = scheduler.kube.post_pool
+        yield GaugeMetricFamily(
+            "gang_post_workers",
+            "Worker processes sending bindings now (0: the scheduler's own process sends them)",
+            value=pool.running if pool is not None else 0,
+        )
+        yield CounterMetricFamily(
+            "gang_post_worker_starts",
+            "Worker processes started to send bindings (more than configured: some were replaced)",
+            value=pool.started_workers if pool is not None else 0,
+        )
         yield from informer_metrics(scheduler)
         yield from queue_metrics(scheduler)
 

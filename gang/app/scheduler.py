@@ -17,6 +17,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
+from gang.app.cpus import post_workers
 from gang.app.profiles import build_profiles
 from gang.binding.adaptive import bind_limit
 from gang.binding.binder import Binder
@@ -89,6 +90,7 @@ class GangScheduler:
             self.api_client,
             TokenBucket(cfg.qps, cfg.burst),
             event_limiter=TokenBucket(cfg.event_qps, cfg.event_burst),
+            post_workers=post_workers(cfg.post_workers),
         )
         self.cache = ClusterCache()
         self.queue = GangQueue(
@@ -272,6 +274,7 @@ class GangScheduler:
                 tasks.create_task(self.reporter.run_status(), name="podgroup status")
                 tasks.create_task(self.queue_status.run(), name="queue status")
                 tasks.create_task(self._schedule_loop(), name="scheduling loop")
+                tasks.create_task(self.kube.start_post_workers(), name="post workers")
         finally:
             await asyncio.shield(self._settle())
             await self.kube.close()

@@ -50,9 +50,15 @@ def table(results: list[BenchResult]) -> str:
                 + (f"; API latency model: {r.api_latency}" if r.api_latency else "")
             )
             if r.ceiling_cpu_us_per_pod:
+                workers = (
+                    f" + {r.worker_cpu_seconds_per_1000_pods * 1000:.0f} µs in its post workers"
+                    if r.worker_cpu_seconds_per_1000_pods
+                    else ""
+                )
                 lines.append(
                     f"  CPU per bound pod: gang {r.binding_cpu_seconds_per_1000_pods * 1000:.0f} µs "
-                    f"(first to last binding), the ceiling's binder {r.ceiling_cpu_us_per_pod:.0f} µs"
+                    f"in its scheduling process{workers} (first to last binding), the ceiling's "
+                    f"binder {r.ceiling_cpu_us_per_pod:.0f} µs"
                 )
         if r.first_binding_seconds:
             lines.append(

@@ -80,6 +80,8 @@ class BenchResult:
     #: scheduler CPU from the first to the last binding per 1,000 pods: the cost of scheduling
     #: itself, without start-up and the initial list (which grow with the nodes, not the pods)
     binding_cpu_seconds_per_1000_pods: float = 0.0
+    #: the same for the scheduler's post workers together (0 where it runs none)
+    worker_cpu_seconds_per_1000_pods: float = 0.0
     #: seconds from the scheduler's process start to the first binding (imports, lists, the
     #: first cycles), and the scheduler's CPU seconds in that time
     first_binding_seconds: float = 0.0
@@ -161,6 +163,23 @@ def machine() -> str:
 def _cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
+
+
+class _SchedulerExited(Exception):
+    """The scheduler process ended before the run did."""
+
+
+def _children_cpu_seconds(process: psutil.Process) -> float:
+    """CPU of the scheduler's running children (its post workers)."""
+    total = 0.0
+    try:
+        children = process.children()
+    except psutil.Error:
+        return 0.0
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            total += _cpu_seconds(child)
+    return total
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -325,6 +344,8 @@ class Driver:
         self._scheduler_ps: psutil.Process | None = None
         #: the scheduler's CPU seconds when the first binding was seen
         self._cpu_at_first_bind: float | None = None
+        self._workers_at_first_bind = 0.0
+        self.scheduler_exit: int | None = None
         #: the preemption phase: its members' bindings (kept apart), and workload pods deleted
         self.preemptor_bound_at: dict[str, float] = {}
         self.deleted = 0
@@ -421,9 +442,15 @@ class Driver:
         if self.config.arrival == "stream":
             creator = asyncio.create_task(self._stream())
         cpu_start = _cpu_seconds(sched_ps)
+        cpu_end: float | None = None
+        workers_end: float | None = None
         try:
             await self._wait(loop, started, scheduler)
+            if scheduler.returncode is not None:  # it died: what was bound is summarised below
+                self.scheduler_exit = scheduler.returncode
+                raise _SchedulerExited
             cpu_end = _cpu_seconds(sched_ps)
+            workers_end = _children_cpu_seconds(sched_ps)
             result.status_writes = int(await _metric(port, "gang_status_writes_total"))
             result.events_posted = int(await _metric(port, "gang_events_posted_total"))
             result.pod_condition_writes = int(
@@ -433,6 +460,8 @@ class Driver:
             if self.config.preemptor:
                 await self._preempt(result, port)
             result.scheduler_peak_rss_mb = _peak_rss_mb(scheduler.pid)
+        except _SchedulerExited:
+            pass
         finally:
             watcher.cancel()
             if creator is not None:
@@ -440,10 +469,20 @@ class Driver:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             await stop_process(scheduler)
+        if cpu_end is None or workers_end is None:  # no CPU to read from a process that is gone
+            await self._summarize(core, result, nodes)
+            result.shortfall = (
+                f"the scheduler exited (code {self.scheduler_exit}) after binding "
+                f"{result.pods_bound} of {self.config.pods} pods"
+            )
+            return result
         result.scheduler_cpu_seconds = cpu_end - cpu_start
         if self._cpu_at_first_bind is not None and self.bound_at:
             result.binding_cpu_seconds_per_1000_pods = (
                 (cpu_end - self._cpu_at_first_bind) / len(self.bound_at) * 1000
+            )
+            result.worker_cpu_seconds_per_1000_pods = (
+                (workers_end - self._workers_at_first_bind) / len(self.bound_at) * 1000
             )
             result.first_binding_seconds = min(self.bound_at.values()) - started
             result.startup_cpu_seconds = self._cpu_at_first_bind - cpu_start
@@ -549,6 +588,7 @@ class Driver:
             elif kind in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
                 if not self.bound_at and self._scheduler_ps is not None:
                     self._cpu_at_first_bind = _cpu_seconds(self._scheduler_ps)
+                    self._workers_at_first_bind = _children_cpu_seconds(self._scheduler_ps)
                 self.bound_at.setdefault(obj["metadata"]["name"], loop.time())
 
         await watch_pods(core, NAMESPACE, rv, on_event)

@@ -195,8 +195,12 @@ class LeanHTTP:
             raise
         self._release(conn)
         if reply.status == 401:
-            self._header_time = float("-inf")  # a token may have expired: read it afresh
+            self.refresh_headers()  # a token may have expired: read it afresh
         return reply
+
+    def refresh_headers(self) -> None:
+        """Read the auth headers afresh before the next request (a token changed)."""
+        self._header_time = float("-inf")
 
     async def close(self) -> None:
         self._closed = True

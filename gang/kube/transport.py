@@ -28,7 +28,8 @@ import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from gang.kube.leanhttp import LeanError, LeanHTTP, Reply, ssl_context_of
+from gang.kube.leanhttp import REQUEST_TIMEOUT, LeanError, LeanHTTP, Reply, ssl_context_of
+from gang.kube.postpool import PostPool, worker_settings
 from gang.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ class _Gated:
     """A request over the lean pool, which takes its rate-limit token itself, with the
     connection in hand (see LeanHTTP.request)."""
 
-    lean: LeanHTTP
+    lean: LeanHTTP | PostPool
     method: str
     path: str
     data: bytes
@@ -152,6 +153,7 @@ class Kube:
         limiter: TokenBucket | None = None,
         max_retries: int = 5,
         event_limiter: TokenBucket | None = None,
+        post_workers: int = 0,
     ) -> None:
         from kubernetes_asyncio import client
 
@@ -163,6 +165,8 @@ class Kube:
         #: Events get their own budget so a burst of them never delays a binding
         self.event_limiter = event_limiter
         self.max_retries = max_retries
+        #: worker processes that send the bindings (0: this process sends them)
+        self.post_workers = post_workers
         self._session: aiohttp.ClientSession | None = None
 
     async def _once(
@@ -312,12 +316,21 @@ class Kube:
     # --- writes --------------------------------------------------------------------------
 
     def _direct(
-        self, method: str, path: str, body: Obj, content_type: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body: Obj,
+        content_type: str = "application/json",
+        offload: bool = False,
     ) -> Callable[[], Awaitable[Any]]:
         """A request skipping kubernetes-asyncio's model layer (the hot path — one binding and
         one Event per pod — pays for JSON once, with orjson): over the lean keep-alive pool, or
-        where a proxy is configured, through kubernetes-asyncio's own session."""
+        where a proxy is configured, through kubernetes-asyncio's own session. ``offload``: sent
+        by a post worker where the scheduler runs them (bindings)."""
         data = orjson.dumps(body)
+        posters = self._posters if offload else None
+        if posters is not None:
+            return _Gated(posters, method, path, data, content_type)
         lean = self._lean
         if lean is not None:
             return _Gated(lean, method, path, data, content_type)
@@ -352,6 +365,27 @@ class Kube:
             limit=config.connection_pool_maxsize,
         )
 
+    @functools.cached_property
+    def _posters(self) -> PostPool | None:
+        """The post workers for bindings, where configured and the lean pool is used."""
+        lean = self._lean
+        if self.post_workers < 1 or lean is None:
+            return None
+        settings = worker_settings(self.api_client.configuration, REQUEST_TIMEOUT)
+        return PostPool(self.post_workers, settings, self._auth_headers, lean)
+
+    @property
+    def post_pool(self) -> PostPool | None:
+        """The post workers' pool, once made (None: bindings go out from this process)."""
+        found: PostPool | None = self.__dict__.get("_posters")
+        return found
+
+    async def start_post_workers(self) -> None:
+        """Start the post workers now, if any (else the first binding starts them)."""
+        posters = self._posters
+        if posters is not None:
+            await posters.start()
+
     def _hot_session(self) -> tuple[aiohttp.ClientSession, str | None]:
         """A session on kubernetes-asyncio's connection pool (its TLS settings) without
         ``trust_env``: with it, aiohttp consults netrc and the proxy environment in a worker thread
@@ -375,7 +409,10 @@ class Kube:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
-        lean = self.__dict__.get("_lean")  # (only if one was made)
+        posters = self.__dict__.get("_posters")  # (only if made)
+        if posters is not None:
+            await posters.close()
+        lean = self.__dict__.get("_lean")
         if lean is not None:
             await lean.close()
 
@@ -392,7 +429,10 @@ class Kube:
         }
         await self.request(
             self._direct(
-                "POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding", body
+                "POST",
+                f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding",
+                body,
+                offload=True,
             ),
             retries=0,
         )

@@ -87,6 +87,22 @@ class TopologyLevels(BaseModel):
         return value
 
 
+def auto_or_number(value: object, low: int, high: int) -> int | Literal["auto"]:
+    """``auto`` or a whole number in [low, high] (digits in a string too, as environment
+    variables give them), with one clear error for both forms (a union would report one per
+    alternative)."""
+    if value == "auto":
+        return "auto"
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value)
+    if number is None or not low <= number <= high:
+        raise ValueError(f"must be 'auto' or a whole number from {low} to {high}")
+    return number
+
+
 class SchedulerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +127,10 @@ class SchedulerConfig(BaseModel):
     #: 429), starting at 32, between 4 and ``max_bind_concurrency``; a number fixes it
     bind_concurrency: int | Literal["auto"] = "auto"
     max_bind_concurrency: int = Field(default=512, ge=4, le=4096)
+    #: worker processes that send the bindings, so the scheduler's own core is spent deciding
+    #: (gang.kube.postpool): "auto" runs one per 8 usable CPUs (gang.app.cpus), at most 4, and
+    #: none below 8; 0 sends them from the scheduler's own process
+    post_workers: int | Literal["auto"] = "auto"
     #: client-side rate limit for API writes (token bucket): a backstop; with "auto" bind
     #: concurrency the server's own answers pace the bindings
     qps: float = Field(default=5000.0, gt=0)
@@ -151,17 +171,12 @@ class SchedulerConfig(BaseModel):
     @field_validator("bind_concurrency", mode="plain")
     @classmethod
     def _bind_concurrency(cls, value: object) -> int | Literal["auto"]:
-        """One clear error for both forms (a union would report one per alternative)."""
-        if value == "auto":
-            return "auto"
-        number: int | None = None
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        elif isinstance(value, str) and value.strip().isdigit():
-            number = int(value)
-        if number is None or not 1 <= number <= 1024:
-            raise ValueError("must be 'auto' or a whole number from 1 to 1024")
-        return number
+        return auto_or_number(value, 1, 1024)
+
+    @field_validator("post_workers", mode="plain")
+    @classmethod
+    def _post_workers(cls, value: object) -> int | Literal["auto"]:
+        return auto_or_number(value, 0, 64)
 
     @model_validator(mode="after")
     def _backoff_order(self) -> Self:

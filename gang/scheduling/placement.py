@@ -70,7 +70,7 @@ from gang.scheduling.topologyfit import Chosen, Leader, choose, choose_with_lead
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
-from gang.state.resources import ResourceIndex, Vector
+from gang.state.resources import ResourceIndex, Vector, copies_fitting
 from gang.state.topology import DomainTree
 
 Key = tuple[str, str]
@@ -440,14 +440,11 @@ class Placer:
         nothing)."""
         static = self.static(snap, pod.constraints).mask
         free = snap.free if free is None else free
-        positive = vec > 0
-        if positive.any():
-            per_node = np.min(
-                np.where(static[:, None], free[:, positive], 0) // vec[positive], axis=1
-            )
-        else:
-            per_node = np.where(static, most, 0)
-        result: npt.NDArray[np.int64] = np.clip(per_node, 0, None).astype(np.int64)
+        if (vec > 0).any():
+            per_node = copies_fitting(free, vec)
+            per_node[~static] = 0
+            return per_node
+        result: npt.NDArray[np.int64] = np.where(static, most, 0).astype(np.int64)
         return result
 
     def _spreads_over_domains(self, pod: PodInfo) -> bool:

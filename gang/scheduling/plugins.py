@@ -38,7 +38,7 @@ from gang.scheduling.volumes import NodeVolumeLimits, VolumeBinding, VolumeZone
 from gang.state.cache import Snapshot
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import QOS_RANK, Constraints, PodInfo
-from gang.state.resources import ResourceIndex
+from gang.state.resources import ResourceIndex, rows_fitting
 
 # --- QueueSort ----------------------------------------------------------------------------
 
@@ -276,8 +276,7 @@ class NodeResourcesFit:
     name = "NodeResourcesFit"
 
     def filter_nodes(self, s: NodeFilterInput) -> Mask:
-        result: Mask = np.all(s.free >= s.vector, axis=1)
-        return result
+        return rows_fitting(s.free, s.vector)
 
     def reasons(self, s: NodeFilterInput, row: int) -> list[str]:
         return [

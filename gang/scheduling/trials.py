@@ -32,7 +32,7 @@ from gang.state.cache import PodRecord, Snapshot
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
 from gang.state.podrules import NO_RULES
-from gang.state.resources import ResourceIndex
+from gang.state.resources import ResourceIndex, copies_fitting
 
 Key = tuple[str, str]
 Free = npt.NDArray[np.int64]
@@ -211,10 +211,9 @@ def _bound(templates: Sequence[Template], free: Free, need: int) -> bool:
         if not positive.any():
             slots += count
             continue
-        rows = free[mask][:, positive]
+        rows = free[mask]
         if len(rows):
-            per_node = np.min(rows // vec[positive], axis=1)
-            slots += min(count, int(np.clip(per_node, 0, None).sum()))
+            slots += min(count, int(copies_fitting(rows, vec).sum()))
     return slots >= need
 
 

@@ -48,7 +48,7 @@ from gang.state.hypernodes import HyperNode
 from gang.state.nodefacts import NodeFacts, node_facts
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
-from gang.state.resources import ResourceIndex, Vector
+from gang.state.resources import Mask, Matrix, ResourceIndex, Vector
 from gang.state.selecting import SelectorCatalog
 from gang.state.topology import NodeDomains
 from gang.state.volumes import VolumeCatalog
@@ -84,7 +84,9 @@ class NodeEntry:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A read-only picture for one scheduling cycle. ``free`` is a private copy to mutate."""
+    """A read-only picture for one scheduling cycle. ``free`` is a private copy to mutate;
+    ``names``, ``facts``, ``valid`` and ``allocatable`` are shared by every snapshot taken
+    while the nodes did not change (the arrays are read-only: a write raises)."""
 
     names: list[str]  # row → node name ("" for an unused row)
     facts: list[NodeFacts | None]  # row → facts (None for an unused row)
@@ -157,6 +159,11 @@ class ClusterCache:
         self._domains_version = -1
         #: Volcano HyperNodes (their tiers are topology levels); a change rebuilds the domains
         self.hypernodes: tuple[HyperNode, ...] = ()
+        #: bumped by every write to ``names``, ``facts``, ``valid`` or ``allocatable`` (node
+        #: events, new resource columns, growth): snapshots share one read-only copy of those
+        #: four until it moves, so a cycle copies only what pods change (``free``)
+        self._node_rows_changed = 0
+        self._shared: tuple[int, list[str], list[NodeFacts | None], Mask, Matrix] | None = None
 
     # --- shape ---------------------------------------------------------------------------
 
@@ -166,11 +173,13 @@ class ClusterCache:
         if width == self.allocatable.shape[1]:
             return
         extra = width - self.allocatable.shape[1]
+        self._node_rows_changed += 1
         pad = ((0, 0), (0, extra))
         self.allocatable = np.pad(self.allocatable, pad)
         self.requested = np.pad(self.requested, pad)
 
     def _grow(self) -> None:
+        self._node_rows_changed += 1
         old = len(self.names)
         new = old * 2
         self.allocatable = np.pad(self.allocatable, ((0, new - old), (0, 0)))
@@ -258,6 +267,7 @@ class ClusterCache:
         if entry is not None and entry.facts == facts and entry.allocatable == allocatable:
             return False
         vec = self._vector(allocatable)
+        self._node_rows_changed += 1
         if entry is None:
             if not self._free_rows:
                 self._grow()
@@ -284,6 +294,7 @@ class ClusterCache:
         if entry is None:
             return False
         row = entry.row
+        self._node_rows_changed += 1
         self.valid[row] = False
         self.allocatable[row] = 0
         self.requested[row] = 0
@@ -385,11 +396,24 @@ class ClusterCache:
 
     def snapshot(self) -> Snapshot:
         self._widen()
+        shared = self._shared
+        if shared is None or shared[0] != self._node_rows_changed:
+            valid, allocatable = self.valid.copy(), self.allocatable.copy()
+            valid.flags.writeable = allocatable.flags.writeable = False
+            shared = (
+                self._node_rows_changed,
+                list(self.names),
+                list(self.facts),
+                valid,
+                allocatable,
+            )
+            self._shared = shared
+        _, names, facts, valid, allocatable = shared
         return Snapshot(
-            names=list(self.names),
-            facts=list(self.facts),
-            valid=self.valid.copy(),
-            allocatable=self.allocatable.copy(),
+            names=names,
+            facts=facts,
+            valid=valid,
+            allocatable=allocatable,
             free=self.allocatable - self.requested,
             version=self.version,
             used_ports={name: Counter(c) for name, c in self._ports.items() if c},

@@ -15,7 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 Vector = npt.NDArray[np.int64]
+Matrix = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+#: amounts below this divide exactly enough as floats (see copies_fitting)
+EXACT_FLOAT = 2**52
 
 
 class ResourceIndex:
@@ -57,3 +61,39 @@ class ResourceIndex:
 
     def describe(self, vec: Vector) -> dict[str, int]:
         return {self.names[i]: int(v) for i, v in enumerate(vec) if v}
+
+
+# Row-wise questions about a ``nodes x resources`` matrix, asked one column at a time: numpy
+# reduces along a short axis (``axis=1`` over a handful of resources) row by row, about four
+# times slower at 5,000 nodes than the same comparisons made on whole columns and combined.
+
+
+def rows_fitting(free: Matrix, vec: Vector) -> Mask:
+    """Per row: every column of ``free`` is at least ``vec``'s."""
+    if free.shape[1] == 0:
+        return np.ones(free.shape[0], dtype=np.bool_)
+    result: Mask = free[:, 0] >= vec[0]
+    for col in range(1, free.shape[1]):
+        result &= free[:, col] >= vec[col]
+    return result
+
+
+def copies_fitting(free: Matrix, vec: Vector) -> Vector:
+    """Per row: how many copies of ``vec`` fit in it, counting only the columns ``vec`` asks
+    for (at least 0); ``vec`` must ask for something.
+
+    Divided as floats, half the cost of numpy's integer floor division: a quotient of integers
+    below 2**52 is exact to well under one unit, so truncating it (and clamping at 0) gives the
+    floor; a column holding larger amounts is divided as integers."""
+    result: npt.NDArray[np.float64] | None = None
+    for col in np.flatnonzero(vec > 0):
+        column, amount = free[:, col], int(vec[col])
+        if len(column) and max(int(column.max()), -int(column.min())) >= EXACT_FLOAT:
+            copies = (column // amount).astype(np.float64)
+        else:
+            copies = column / float(amount)
+        result = copies if result is None else np.minimum(result, copies, out=result)
+    if result is None:
+        raise ValueError("copies_fitting: the vector asks for nothing")
+    out: Vector = np.maximum(result, 0.0, out=result).astype(np.int64)
+    return out

@@ -19,6 +19,8 @@ from gang.state.labels import NOTHING, LabelSelector, Requirement, SelectorError
 Key = tuple[str, str]
 #: controller kinds whose selector joins the default selector
 CONTROLLER_KINDS: Final = ("ReplicaSet", "StatefulSet", "ReplicationController")
+#: default selectors remembered at most (a label set each; emptied when full)
+MAX_ANSWERS: Final = 4096
 
 
 @dataclass(slots=True)
@@ -27,9 +29,15 @@ class SelectorCatalog:
     services: dict[str, dict[str, Mapping[str, str]]] = field(default_factory=dict)
     #: (kind, namespace, name) → the controller's selector
     controllers: dict[tuple[str, str, str], LabelSelector] = field(default_factory=dict)
+    #: default_selector's answers by (namespace, labels, controller); emptied by every change
+    #: to a Service or controller (asked for every member of every gang, changed rarely)
+    _answers: dict[
+        tuple[str, frozenset[tuple[str, str]], tuple[str, str] | None], LabelSelector | None
+    ] = field(default_factory=dict)
 
     def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
         """Apply an informer object (kind: Service or a controller kind); True if it changed."""
+        self._answers.clear()
         meta = raw.get("metadata")
         meta = meta if isinstance(meta, Mapping) else {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -58,6 +66,7 @@ class SelectorCatalog:
         return changed
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
+        self._answers.clear()
         if kind == "Service":
             self.services.get(namespace, {}).pop(name, None)
         else:
@@ -68,6 +77,19 @@ class SelectorCatalog:
     ) -> LabelSelector | None:
         """``DefaultSelector``: the merged selectors of the pod's Services and controller;
         None when nothing selects the pod (then no default constraint applies)."""
+        key = (namespace, frozenset(labels.items()), controller)
+        try:
+            return self._answers[key]
+        except KeyError:
+            pass
+        if len(self._answers) >= MAX_ANSWERS:
+            self._answers.clear()
+        answer = self._answers[key] = self._default_selector(namespace, labels, controller)
+        return answer
+
+    def _default_selector(
+        self, namespace: str, labels: Mapping[str, str], controller: tuple[str, str] | None
+    ) -> LabelSelector | None:
         merged: dict[str, str] = {}
         for selector in self.services.get(namespace, {}).values():
             if all(labels.get(k) == v for k, v in selector.items()):

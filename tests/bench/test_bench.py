@@ -86,6 +86,7 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
         min_gang=4,
         max_gang=8,
         timeout_seconds=60,
+        scheduler={"post_workers": 2},  # the bindings sent by worker processes
     )
     result = run_bench(config, progress=False)
     assert result.nodes == 20
@@ -112,6 +113,8 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     # what a binding costs a binder that decides nothing, beside what it costs gang
     assert 0 < result.ceiling_cpu_us_per_pod < result.binding_cpu_seconds_per_1000_pods * 1000
     assert "CPU per bound pod: gang" in table([result])
+    assert result.worker_cpu_seconds_per_1000_pods > 0  # the workers' CPU is counted apart
+    assert "in its post workers" in table([result])
     # start-up: the scheduler's first binding after its start, with the CPU it took to get there
     assert 0 < result.first_binding_seconds < 60 and result.startup_cpu_seconds > 0
     assert "start-up: first binding" in table([result])
@@ -252,3 +255,22 @@ def test_a_run_that_binds_less_than_fits_fails_loudly(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "gang bench: FAILED: bound 0 of 8 pods" in proc.stderr
     assert "SHORT" in proc.stdout
+
+
+def test_a_scheduler_that_dies_makes_a_loud_short_run() -> None:
+    """The run reports that the scheduler exited, with its code and log tail, instead of
+    failing on the CPU reading of a process that is gone."""
+    config = BenchConfig(
+        nodes="4:gpu=8,zones=1",
+        pods=8,
+        min_gang=4,
+        max_gang=4,
+        timeout_seconds=30,
+        ceiling_levels=[],
+        scheduler={"plugin_paths": ["no_such_module_for_gang:Plugin"]},
+    )
+    result = run_bench(config, progress=False)
+    assert result.pods_bound == 0
+    assert "the scheduler exited (code 2) after binding 0 of 8 pods" in result.shortfall
+    assert "no_such_module_for_gang" in result.log_tail
+    assert "SHORT" in table([result])

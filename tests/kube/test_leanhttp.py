@@ -47,7 +47,6 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
     certificate signed by its CA: the lean pool takes TLS from the kubeconfig."""
     ca = trustme.CA()
     server_cert = ca.issue_cert("127.0.0.1")
-    client_cert = ca.issue_cert("gang-scheduler", common_name="gang-scheduler")
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_cert.configure_cert(server_ctx)
     ca.configure_trust(server_ctx)
@@ -62,42 +61,8 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
         )
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
     async for url in serve(handler, server_ctx):
-        key_pem = client_cert.private_key_pem.bytes()
-        cert_pem = b"".join(blob.bytes() for blob in client_cert.cert_chain_pems)
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [
-                        {
-                            "name": "c",
-                            "cluster": {
-                                "server": url,
-                                "certificate-authority-data": b64(ca.cert_pem.bytes()),
-                            },
-                        }
-                    ],
-                    "users": [
-                        {
-                            "name": "u",
-                            "user": {
-                                "client-certificate-data": b64(cert_pem),
-                                "client-key-data": b64(key_pem),
-                            },
-                        }
-                    ],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                    "current-context": "x",
-                }
-            )
-        )
-        client = await make_api_client(str(kubeconfig))
+        client = await make_api_client(client_certificate_kubeconfig(tmp_path, url, ca))
         kube = Kube(client)
         try:
             await asyncio.gather(*(kube.bind("ns", f"p-{i}", "node-1", "uid") for i in range(5)))
@@ -109,6 +74,48 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
     assert path.startswith("/api/v1/namespaces/ns/pods/p-") and path.endswith("/binding")
     assert body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "node-1"}
     assert common_name == "gang-scheduler"
+
+
+def client_certificate_kubeconfig(tmp_path: Path, url: str, ca: trustme.CA) -> str:
+    """A kubeconfig for ``url`` trusting ``ca``, with a client certificate it signed for
+    ``gang-scheduler`` (inline data, as clusters hand them out)."""
+    client_cert = ca.issue_cert("gang-scheduler", common_name="gang-scheduler")
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    key_pem = client_cert.private_key_pem.bytes()
+    cert_pem = b"".join(blob.bytes() for blob in client_cert.cert_chain_pems)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": url,
+                            "certificate-authority-data": b64(ca.cert_pem.bytes()),
+                        },
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "u",
+                        "user": {
+                            "client-certificate-data": b64(cert_pem),
+                            "client-key-data": b64(key_pem),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(kubeconfig)
 
 
 async def test_an_expired_token_is_read_again_at_once_after_a_401() -> None:

@@ -522,11 +522,25 @@ def test_snapshot_is_a_private_copy() -> None:
     assert snap.version == cache.version
     assert snap.names[row] == "n1"
     snap.free[row, cpu] = 0
-    snap.valid[row] = False
-    assert cache.valid[row]
     assert free(cache, "n1")["cpu"] == 3000
     cache.upsert_pod(make_info("q", node="n1", cpu="1"))
     assert snap.free[row, cpu] == 0  # the snapshot does not follow the cache either
+    # what only node events change is shared, read-only, by snapshots of the same nodes
+    with pytest.raises(ValueError, match="read-only"):
+        snap.valid[row] = False
+    with pytest.raises(ValueError, match="read-only"):
+        snap.allocatable[row, cpu] = 0
+    again = cache.snapshot()
+    assert again.allocatable is snap.allocatable and again.valid is snap.valid
+    assert again.free is not snap.free and again.free[row, cpu] == 2000
+    # a node change gives later snapshots new copies, and leaves the earlier one as it was
+    cache.upsert_node(make_node("n1", cpu="8"))
+    cache.upsert_node(make_node("n2", cpu="2"))
+    later = cache.snapshot()
+    assert later.allocatable is not snap.allocatable
+    assert later.allocatable[row, cpu] == 8000 and snap.allocatable[row, cpu] == 4000
+    assert "n2" in later.names and "n2" not in snap.names
+    assert cache.valid[row]
 
 
 def test_host_ports_are_tracked_per_node_and_released() -> None:

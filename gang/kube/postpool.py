@@ -1,0 +1,305 @@
+"""Bindings sent from worker processes, so the scheduler's one core is spent on deciding.
+
+Why: on a 16-core control plane gang's single process is the bottleneck (issue 29's figures:
+241 to 511 µs of its CPU per bound pod, against about 100 µs for a binder that only posts). Each
+binding is one small POST whose answer the scheduler needs only as a status; formatting the
+request, TLS, the socket writes and reads and parsing the answer are work any core can do.
+``PostPool.request`` has ``LeanHTTP.request``'s signature and meaning, so the transport hands a
+binding to it unchanged; it frames the request onto a worker's stdin (``gang.kube.postframes``;
+the frames of one event-loop turn in one write) and resolves the caller's future from the
+worker's answer frame.
+
+What an answer means is the transport's: any HTTP status is an answer; no answer — the worker
+lost its connection, timed out, or exited — is ``LeanError``, which the transport reports as a
+connection error (status 0, retryable). A binding that landed before its answer was lost is
+settled by the binder's 409 check, exactly as for a dropped connection in process. A worker
+that exits is replaced on the next request; one that cannot be kept running (three quick exits
+in a row) leaves the pool sending in process, over ``fallback``, with an error logged once.
+
+Invariants: every request written to a worker has its future in that worker's ``pending`` until
+its answer, its timer, or the worker's exit resolves it; ids are unique per pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import orjson
+
+from gang.kube.leanhttp import AUTH_TTL, HeaderSource, LeanError, LeanHTTP, Reply
+from gang.kube.postframes import ANSWER, CONFIG, REQUEST, frame, frames
+
+log = logging.getLogger(__name__)
+
+#: a worker that exits this soon after it started counts as failing to run
+QUICK_EXIT_SECONDS = 2.0
+#: quick exits in a row after which the pool stops starting workers and sends in process
+MAX_QUICK_EXITS = 3
+#: how much longer than the worker's own request timeout the pool waits for an answer
+ANSWER_GRACE = 5.0
+
+
+def worker_settings(configuration: Any, timeout: float) -> dict[str, Any]:
+    """What a worker needs of a kubernetes-asyncio Configuration to reach the same server the
+    same way (its auth headers travel separately: they change)."""
+    return {
+        "host": configuration.host,
+        "ssl_ca_cert": configuration.ssl_ca_cert,
+        "cert_file": configuration.cert_file,
+        "key_file": configuration.key_file,
+        "verify_ssl": bool(configuration.verify_ssl),
+        "disable_strict_ssl_verification": bool(
+            getattr(configuration, "disable_strict_ssl_verification", False)
+        ),
+        "tls_server_name": configuration.tls_server_name,
+        "limit": int(configuration.connection_pool_maxsize or 100),
+        "timeout": timeout,
+    }
+
+
+class _Child(asyncio.SubprocessProtocol):
+    """One worker process, seen from the scheduler: its stdin, its answers, its requests."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.timeout = timeout
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.stdin: asyncio.WriteTransport | None = None
+        self.pending: dict[int, tuple[asyncio.Future[Reply], asyncio.TimerHandle]] = {}
+        self.buffer = bytearray()
+        self.outgoing: list[bytes] = []
+        self.started = time.monotonic()
+        self.exited = asyncio.Event()
+        self.alive = True
+
+    # asyncio.SubprocessProtocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.SubprocessTransport, transport)
+        self.stdin = cast(asyncio.WriteTransport | None, self.transport.get_pipe_transport(0))
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd != 1:
+            return
+        self.buffer += data
+        for kind, ident, text, body in frames(self.buffer):
+            if kind != ANSWER:
+                continue
+            entry = self.pending.pop(ident, None)
+            if entry is None:
+                continue  # timed out already
+            future, timer = entry
+            timer.cancel()
+            if future.done():
+                continue
+            status, _, retry_after = text.decode("latin-1").partition(" ")
+            if status == "0":
+                future.set_exception(LeanError(body.decode(errors="replace")))
+            else:
+                future.set_result(Reply(int(status), body, retry_after or None))
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 0:
+            self.stdin = None
+
+    def process_exited(self) -> None:
+        self.alive = False
+        self.exited.set()
+        code = self.transport.get_returncode() if self.transport is not None else None
+        self._fail_all(LeanError(f"post worker exited (code {code})"))
+
+    # the pool's side
+    def send(self, ident: int, head: bytes, body: bytes) -> asyncio.Future[Reply]:
+        future: asyncio.Future[Reply] = self.loop.create_future()
+        timer = self.loop.call_later(self.timeout, self._timed_out, ident)
+        self.pending[ident] = (future, timer)
+        if not self.outgoing:
+            self.loop.call_soon(self.flush)
+        self.outgoing.append(frame(REQUEST, ident, head, body))
+        return future
+
+    def configure(self, settings: dict[str, Any]) -> None:
+        if not self.outgoing:
+            self.loop.call_soon(self.flush)
+        self.outgoing.append(frame(CONFIG, 0, b"", orjson.dumps(settings)))
+
+    def flush(self) -> None:
+        data, self.outgoing = b"".join(self.outgoing), []
+        if self.stdin is None or self.stdin.is_closing():
+            self._fail_all(LeanError("post worker's stdin is closed"))
+            return
+        self.stdin.write(data)
+
+    def close(self) -> None:
+        """No more requests: the worker answers those in flight, then exits."""
+        self.alive = False
+        if self.outgoing:
+            self.flush()
+        if self.stdin is not None:
+            self.stdin.close()
+
+    def kill(self) -> None:
+        if self.transport is not None and self.transport.get_returncode() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.transport.kill()
+
+    def _timed_out(self, ident: int) -> None:
+        entry = self.pending.pop(ident, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_exception(LeanError("no answer from the post worker in time"))
+
+    def _fail_all(self, err: LeanError) -> None:
+        pending, self.pending = self.pending, {}
+        for future, timer in pending.values():
+            timer.cancel()
+            if not future.done():
+                future.set_exception(err)
+
+
+class PostPool:
+    """``size`` worker processes sending requests to one API server (see the module doc)."""
+
+    def __init__(
+        self,
+        size: int,
+        settings: dict[str, Any],
+        headers: HeaderSource,
+        fallback: LeanHTTP,
+        command: tuple[str, ...] = (sys.executable, "-m", "gang.kube.postworker"),
+    ) -> None:
+        if size < 1:
+            raise ValueError("a post pool needs at least one worker")
+        self.size = size
+        self.settings = settings
+        self.command = command
+        self.fallback = fallback
+        self._headers = headers
+        self._header_values: dict[str, str] | None = None
+        self._header_time = float("-inf")
+        self._children: list[_Child | None] = [None] * size
+        self._starting: dict[int, asyncio.Task[_Child]] = {}
+        self._ids = itertools.count(1)
+        self._turn = itertools.cycle(range(size))
+        self._quick_exits = 0
+        self._in_process = False
+        self._closed = False
+        self.started_workers = 0
+        #: answers that came back from workers (not counting those sent in process)
+        self.answered = 0
+
+    @property
+    def running(self) -> int:
+        """Workers running now (0 once the pool sends in process)."""
+        if self._in_process:
+            return 0
+        return sum(1 for child in self._children if child is not None and child.alive)
+
+    @property
+    def in_process(self) -> bool:
+        """True once the workers could not be kept running: requests go over ``fallback``."""
+        return self._in_process
+
+    async def start(self) -> None:
+        """Start every worker now (they load while the scheduler lists the cluster)."""
+        await self._fresh_headers()
+        await asyncio.gather(*(self._child(slot) for slot in range(self.size)))
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        content_type: str = "application/json",
+        gate: Callable[[], Awaitable[None]] | None = None,
+    ) -> Reply:
+        """``LeanHTTP.request``, answered by a worker."""
+        if self._in_process or self._closed:
+            return await self.fallback.request(method, path, body, content_type, gate)
+        if time.monotonic() - self._header_time > AUTH_TTL:
+            await self._fresh_headers()
+        child = await self._child(next(self._turn))
+        if child is None:
+            return await self.fallback.request(method, path, body, content_type, gate)
+        if gate is not None:
+            await gate()
+        head = f"{method} {path} {content_type}".encode("latin-1")
+        reply = await child.send(next(self._ids), head, body)
+        self.answered += 1
+        if reply.status == 401:
+            self._header_time = float("-inf")  # a token may have expired: read it afresh
+        return reply
+
+    async def close(self) -> None:
+        """Let every worker answer what it has in flight, then stop it."""
+        self._closed = True
+        for task in list(self._starting.values()):
+            with contextlib.suppress(Exception):
+                await task
+        children = [c for c in self._children if c is not None]
+        for child in children:
+            child.close()
+        for child in children:
+            try:
+                await asyncio.wait_for(child.exited.wait(), timeout=ANSWER_GRACE)
+            except TimeoutError:
+                child.kill()
+
+    # --- pieces ----------------------------------------------------------------------------
+
+    async def _fresh_headers(self) -> None:
+        self._header_time = time.monotonic()
+        headers = dict(await self._headers())
+        if headers != self._header_values:
+            self._header_values = headers
+            for child in self._children:
+                if child is not None and child.alive:
+                    child.configure({**self.settings, "headers": headers})
+
+    async def _child(self, slot: int) -> _Child | None:
+        """The worker in ``slot``, started if it is not running; None: send in process."""
+        child = self._children[slot]
+        if child is not None and child.alive:
+            return child
+        if child is not None:  # it exited: a quick exit counts against the pool
+            self._children[slot] = None
+            quick = time.monotonic() - child.started < QUICK_EXIT_SECONDS
+            self._quick_exits = self._quick_exits + 1 if quick else 0
+            if self._quick_exits >= MAX_QUICK_EXITS and not self._in_process:
+                self._in_process = True
+                log.error(
+                    "post workers keep exiting at start (%d in a row): sending bindings from "
+                    "the scheduler's own process",
+                    self._quick_exits,
+                )
+            else:
+                log.warning("post worker %d exited; starting another", slot)
+        if self._in_process:
+            return None
+        task = self._starting.get(slot)
+        if task is None:
+            task = self._starting[slot] = asyncio.create_task(self._spawn(slot))
+        try:
+            return await task
+        finally:
+            self._starting.pop(slot, None)
+
+    async def _spawn(self, slot: int) -> _Child:
+        loop = asyncio.get_running_loop()
+        timeout = float(self.settings["timeout"]) + ANSWER_GRACE
+        _, child = await loop.subprocess_exec(
+            lambda: _Child(loop, timeout),
+            *self.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None,
+        )
+        child.configure({**self.settings, "headers": self._header_values or {}})
+        self._children[slot] = child
+        self.started_workers += 1
+        return child

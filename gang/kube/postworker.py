@@ -1,0 +1,157 @@
+"""A post worker: a child process that sends the scheduler's bindings and hands back the answers.
+
+Why a process of its own: see ``gang.kube.postpool``. This side owns nothing but a lean
+keep-alive pool to the API server (``gang.kube.leanhttp``, the same code the scheduler uses in
+process): it reads request frames from stdin, sends each at once — how many are in flight is
+bounded by the scheduler's binding slots, so nothing bounds it again here — and writes each
+answer frame to stdout as it comes, the answers of one event-loop turn in one write.
+
+It exits when stdin closes (the scheduler stopped, or died: no worker outlives it), once the
+requests in flight are answered.
+
+Run as ``python -m gang.kube.postworker``; the first frame on stdin is the configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+
+from gang.kube.leanhttp import LeanError, LeanHTTP, ssl_context_of
+from gang.kube.postframes import ANSWER, CONFIG, REQUEST, frame, frames
+
+log = logging.getLogger("gang.kube.postworker")
+
+
+def lean_from(config: dict[str, Any], headers: dict[str, str]) -> LeanHTTP:
+    """The keep-alive pool the scheduler's configuration describes (see PostPool.settings)."""
+    url = str(config["host"])
+    tls = SimpleNamespace(
+        ssl_ca_cert=config.get("ssl_ca_cert"),
+        cert_file=config.get("cert_file"),
+        key_file=config.get("key_file"),
+        verify_ssl=config.get("verify_ssl", True),
+        disable_strict_ssl_verification=config.get("disable_strict_ssl_verification", False),
+    )
+
+    async def current() -> dict[str, str]:
+        return headers
+
+    return LeanHTTP(
+        url,
+        ssl_context=ssl_context_of(tls) if url.startswith("https") else None,
+        server_hostname=config.get("tls_server_name"),
+        headers=current,
+        limit=int(config["limit"]),
+        timeout=float(config["timeout"]),
+    )
+
+
+class Worker(asyncio.Protocol):
+    """Reads request frames (the protocol on stdin) and answers them on ``out``."""
+
+    def __init__(self, out: asyncio.WriteTransport) -> None:
+        self.out = out
+        self.lean: LeanHTTP | None = None
+        #: the auth headers, updated in place by later config frames (the pool reads them)
+        self.headers: dict[str, str] = {}
+        self.buffer = bytearray()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.answers: list[bytes] = []
+        self.finished = asyncio.Event()
+        self.stdin_open = True
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        for kind, ident, text, body in frames(self.buffer):
+            if kind == CONFIG:
+                self._configure(orjson.loads(body))
+            elif kind == REQUEST:
+                task = asyncio.create_task(self._send(ident, text, body))
+                self.tasks.add(task)
+                task.add_done_callback(self._sent)
+
+    def eof_received(self) -> bool:
+        self._closed()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed()
+
+    def _configure(self, config: dict[str, Any]) -> None:
+        self.headers.clear()
+        self.headers.update(config.get("headers") or {})
+        if self.lean is None:
+            self.lean = lean_from(config, self.headers)
+        else:  # a new token: let the pool read it before its next request
+            self.lean.refresh_headers()
+
+    async def _send(self, ident: int, text: bytes, body: bytes) -> None:
+        method, path, content_type = text.decode("latin-1").split(" ", 2)
+        try:
+            if self.lean is None:
+                raise LeanError("post worker not configured")
+            reply = await self.lean.request(method, path, body, content_type)
+        except LeanError as err:
+            self._answer(frame(ANSWER, ident, b"0 ", str(err).encode()))
+            return
+        status = f"{reply.status} {reply.retry_after or ''}".encode("latin-1")
+        self._answer(frame(ANSWER, ident, status, reply.body))
+
+    def _answer(self, answer: bytes) -> None:
+        if not self.answers:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self.answers.append(answer)
+
+    def _flush(self) -> None:
+        data, self.answers = b"".join(self.answers), []
+        if not self.out.is_closing():
+            self.out.write(data)
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("post failed: %r", task.exception())
+        self._maybe_done()
+
+    def _closed(self) -> None:
+        self.stdin_open = False
+        self._maybe_done()
+
+    def _maybe_done(self) -> None:
+        if not self.stdin_open and not self.tasks:
+            self.finished.set()
+
+
+async def serve() -> None:
+    loop = asyncio.get_running_loop()
+    out, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout.buffer)
+    worker = Worker(out)
+    await loop.connect_read_pipe(lambda: worker, sys.stdin.buffer)
+    await worker.finished.wait()
+    worker._flush()
+    if worker.lean is not None:
+        await worker.lean.close()
+    out.close()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="post worker: %(levelname)s %(message)s")
+    try:
+        import uvloop
+
+        factory: Callable[[], asyncio.AbstractEventLoop] | None = uvloop.new_event_loop
+    except ImportError:
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(serve())
+
+
+if __name__ == "__main__":
+    main()

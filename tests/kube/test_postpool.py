@@ -1,0 +1,236 @@
+"""Bindings sent by post workers (child processes), against real servers and the simulator.
+
+What must hold: a binding means the same whether this process or a worker sends it — the same
+request on the wire (TLS and client certificate from the kubeconfig, the bearer token), the
+same status for every answer, no answer as a retryable connection error — and the scheduler
+keeps binding when a worker dies or cannot run at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import ssl
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trustme
+from aiohttp import web
+
+from gang.app.metrics import make_registry
+from gang.kube.client import make_api_client
+from gang.kube.leanhttp import LeanHTTP
+from gang.kube.postpool import MAX_QUICK_EXITS, PostPool
+from gang.kube.transport import Kube, KubeError
+from tests.kube.test_leanhttp import client_certificate_kubeconfig, make_api_client_for
+from tests.scheduler.conftest import eventually, gang_env, gang_pod, podgroup
+from tests.stand_in import serve
+
+
+def _posters(kube: Kube) -> PostPool:
+    posters = kube.post_pool
+    assert posters is not None
+    return posters
+
+
+async def test_bindings_go_out_from_workers_over_tls_with_a_client_certificate(
+    tmp_path: Path,
+) -> None:
+    """The worker takes the CA, the client certificate and key from the same kubeconfig the
+    scheduler loaded; this process opens no connection for them."""
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    ca.configure_trust(server_ctx)
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    seen: list[tuple[str, Any, str]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        subject = dict(x[0] for x in peer["subject"]) if peer else {}
+        seen.append((request.path, orjson.loads(await request.read()), subject["commonName"]))
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async for url in serve(handler, server_ctx):
+        client = await make_api_client(client_certificate_kubeconfig(tmp_path, url, ca))
+        kube = Kube(client, post_workers=2)
+        try:
+            await asyncio.gather(*(kube.bind("ns", f"p-{i}", "node-1", "uid") for i in range(6)))
+            posters = _posters(kube)
+            assert posters.started_workers == 2 and not posters.in_process
+            assert posters.answered == 6
+            assert posters.fallback._open == 0  # nothing was sent from this process
+        finally:
+            await kube.close()
+            await client.close()
+    assert sorted(path for path, _, _ in seen) == [
+        f"/api/v1/namespaces/ns/pods/p-{i}/binding" for i in range(6)
+    ]
+    assert all(cn == "gang-scheduler" for _, _, cn in seen)
+    assert seen[0][1]["target"] == {"apiVersion": "v1", "kind": "Node", "name": "node-1"}
+    assert seen[0][1]["metadata"]["uid"] == "uid"
+
+
+async def test_every_answer_keeps_its_meaning_through_a_worker() -> None:
+    answers = {
+        "gone": (404, "NotFound", None),
+        "taken": (409, "Conflict", None),
+        "busy": (429, "TooManyRequests", "7"),
+        "bad": (422, "Invalid", None),
+    }
+
+    async def handler(request: web.Request) -> web.Response:
+        name = request.path.split("/")[-2]
+        if name not in answers:
+            return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+        status, reason, retry = answers[name]
+        body = {"kind": "Status", "reason": reason, "message": f"pod {name}: {reason}"}
+        headers = {"Retry-After": retry} if retry else None
+        return web.json_response(body, status=status, headers=headers)
+
+    async for url in serve(handler):
+        client = await make_api_client_for(url)
+        kube = Kube(client, post_workers=1)
+        try:
+            await kube.bind("ns", "fine", "n1")
+            for name, (status, reason, retry) in answers.items():
+                with pytest.raises(KubeError) as caught:
+                    await kube.bind("ns", name, "n1")
+                err = caught.value
+                assert (err.status, err.reason) == (status, reason)
+                assert err.message == f"pod {name}: {reason}"
+                assert err.retry_after == (float(retry) if retry else None)
+        finally:
+            await kube.close()
+            await client.close()
+
+
+async def test_a_worker_killed_mid_request_is_no_answer_and_is_replaced() -> None:
+    """Its bindings in flight become connection errors (the binder retries them and its 409
+    check settles any that landed); the next binding starts a new worker."""
+    stalled, release = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.path.endswith("/slow/binding"):
+            stalled.set()
+            await asyncio.wait_for(release.wait(), 30)
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async for url in serve(handler):
+        client = await make_api_client_for(url)
+        kube = Kube(client, post_workers=1)
+        try:
+            await kube.start_post_workers()
+            posters = _posters(kube)
+            slow = asyncio.create_task(kube.bind("ns", "slow", "n1"))
+            await asyncio.wait_for(stalled.wait(), 10)
+            child = posters._children[0]
+            assert child is not None and child.transport is not None
+            os.kill(child.transport.get_pid(), signal.SIGKILL)
+            with pytest.raises(KubeError) as caught:
+                await asyncio.wait_for(slow, 10)
+            assert caught.value.status == 0 and caught.value.retryable
+            assert "post worker exited" in caught.value.message
+            await kube.bind("ns", "after", "n1")
+            assert posters.started_workers == 2 and not posters.in_process
+        finally:
+            release.set()
+            await kube.close()
+            await client.close()
+
+
+async def test_workers_that_cannot_run_leave_the_bindings_to_this_process() -> None:
+    posted: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        posted.append(request.path)
+        return web.json_response({}, status=201)
+
+    async def no_headers() -> dict[str, str]:
+        return {}
+
+    async for url in serve(handler):
+        fallback = LeanHTTP(
+            url, ssl_context=None, server_hostname=None, headers=no_headers, limit=4
+        )
+        pool = PostPool(
+            1,
+            {"host": url, "limit": 4, "timeout": 5.0},
+            no_headers,
+            fallback,
+            command=(sys.executable, "-c", "import sys; sys.exit(3)"),
+        )
+        try:
+            for i in range(MAX_QUICK_EXITS + 1):
+                reply = await pool.request("POST", f"/try/{i}", b"{}")
+                if reply.status == 201:
+                    break
+        except Exception as err:  # a worker's exit is no answer: the caller would retry
+            assert "post worker" in str(err)
+        try:
+            while not pool.in_process:
+                try:
+                    await pool.request("POST", "/again", b"{}")
+                except Exception as err:
+                    assert "post worker" in str(err)
+            reply = await pool.request("POST", "/in-process", b"{}")
+            assert reply.status == 201
+        finally:
+            await pool.close()
+            await fallback.close()
+    assert pool.started_workers == MAX_QUICK_EXITS
+    assert posted[-1] == "/in-process"
+
+
+async def test_a_refreshed_token_reaches_the_workers() -> None:
+    """A 401 makes the pool read the auth hook again and hand the workers the new token before
+    the next request, as the in-process pool does."""
+    token = {"value": "old"}
+
+    async def headers() -> dict[str, str]:
+        return {"Authorization": f"Bearer {token['value']}"}
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != "Bearer new":
+            return web.json_response({"kind": "Status", "reason": "Unauthorized"}, status=401)
+        return web.json_response({}, status=201)
+
+    async for url in serve(handler):
+        fallback = LeanHTTP(url, ssl_context=None, server_hostname=None, headers=headers, limit=4)
+        pool = PostPool(1, {"host": url, "limit": 4, "timeout": 5.0}, headers, fallback)
+        try:
+            assert (await pool.request("POST", "/x", b"{}")).status == 401
+            token["value"] = "new"
+            assert (await pool.request("POST", "/x", b"{}")).status == 201  # within the TTL
+        finally:
+            await pool.close()
+            await fallback.close()
+
+
+async def test_the_scheduler_binds_gangs_through_post_workers() -> None:
+    """The real scheduler with two post workers against the simulator: both gangs bound
+    whole, every binding sent by a worker, the usual Scheduled Event per pod."""
+    async with gang_env("4:gpu=8,zones=2", post_workers=2) as env:
+        api = env.api
+        for group in ("a", "b"):
+            await api.create_podgroup(podgroup(group, 4))
+            await api.create_pods([gang_pod(f"{group}-{i}", group, gpu=4) for i in range(4)])
+
+        async def all_bound() -> bool:
+            return len(await api.bound()) == 8
+
+        await eventually(all_bound)
+        posters = _posters(env.scheduler.kube)
+        assert posters.started_workers == 2 and posters.running == 2
+        assert posters.answered == 8  # every binding, from a worker
+        registry = make_registry(lambda: env.scheduler, lambda: True)
+        samples = {s.name: s.value for f in registry.collect() for s in f.samples}
+        assert samples["gang_post_workers"] == 2
+        assert samples["gang_post_worker_starts_total"] == 2
+        await api.assert_not_overcommitted()
+        scheduled = [e for e in await api.events() if e["reason"] == "Scheduled"]
+        assert len(scheduled) == 8

@@ -1,0 +1,64 @@
+"""The row-wise resource questions the Filter and the slot counts ask, against numpy's plain
+answer (``axis=1`` reductions, integer floor division) on random matrices, including negative
+free amounts (an over-committed node) and amounts too large to divide as floats."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from gang.state.resources import EXACT_FLOAT, copies_fitting, rows_fitting
+
+amounts = st.one_of(
+    st.integers(-(10**6), 10**13),  # millicores, bytes: what clusters hold
+    st.integers(EXACT_FLOAT - 5, 2**62),  # beyond exact floats: the integer path
+)
+
+
+@st.composite
+def matrix_and_vector(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    rows = draw(st.integers(0, 40))
+    cols = draw(st.integers(1, 6))
+    free = draw(hnp.arrays(np.int64, (rows, cols), elements=amounts))
+    vec = draw(hnp.arrays(np.int64, (cols,), elements=st.integers(0, 10**10)))
+    if not (vec > 0).any():
+        vec[draw(st.integers(0, cols - 1))] = draw(st.integers(1, 10**4))
+    return free, vec
+
+
+@settings(max_examples=300, deadline=None)
+@given(matrix_and_vector())
+def test_rows_fitting_is_every_column_at_least_the_request(
+    case: tuple[np.ndarray, np.ndarray],
+) -> None:
+    free, vec = case
+    expected = np.all(free >= vec, axis=1)
+    assert rows_fitting(free, vec).tolist() == expected.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(matrix_and_vector())
+def test_copies_fitting_is_the_floor_of_the_scarcest_requested_column(
+    case: tuple[np.ndarray, np.ndarray],
+) -> None:
+    free, vec = case
+    asked = vec > 0
+    expected = np.clip(np.min(free[:, asked] // vec[asked], axis=1), 0, None)
+    got = copies_fitting(free, vec)
+    assert got.dtype == np.int64
+    # a count of copies beyond what a float holds exactly is "more than any gang asks"
+    exact = expected < EXACT_FLOAT
+    assert got[exact].tolist() == expected[exact].tolist()
+    assert (got[~exact] >= EXACT_FLOAT).all()
+
+
+def test_copies_fitting_needs_a_request() -> None:
+    free = np.ones((3, 2), dtype=np.int64)
+    try:
+        copies_fitting(free, np.zeros(2, dtype=np.int64))
+    except ValueError as err:
+        assert "asks for nothing" in str(err)
+    else:
+        raise AssertionError("no error for an empty request")
