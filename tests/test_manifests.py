@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel
 
 from gang.binding.groupstatus import coscheduling_status as podgroup_status
+from gang.models.dra import DRA_GROUP
 from gang.models.groupapis import GROUP_APIS
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
@@ -41,6 +42,7 @@ from gang.models.queueapis import QUEUE_APIS
 from gang.models.settings import Settings
 from gang.models.topologyapis import TOPOLOGY_APIS
 from gang.scheduling.gang import Gang, GangKey
+from gang.state.dra import DRA_KINDS
 from gang.state.podinfo import parse_pod
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +115,11 @@ CLUSTER_PERMISSIONS = {
     *((api.group, f"{api.plural}/status", "patch") for api in QUEUE_APIS),
     # Kueue's and KAI's Topology objects and Volcano's HyperNodes are watched (gang writes nothing)
     *((api.group, api.plural, verb) for api in TOPOLOGY_APIS for verb in ("get", "list", "watch")),
+    # DRA: devices and claims watched (gang.state.dra), a claim read again before it is written;
+    # the finalizer by an update of the claim, allocation and consumers by one of its status
+    *((DRA_GROUP, kind, verb) for kind in DRA_KINDS for verb in ("get", "list", "watch")),
+    (DRA_GROUP, "resourceclaims", "update"),
+    (DRA_GROUP, "resourceclaims/status", "update"),
 }
 LEASE_PERMISSIONS = {
     ("coordination.k8s.io", "leases", "get"),

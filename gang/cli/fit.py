@@ -61,13 +61,15 @@ def load_manifests(paths: list[Path]) -> list[Obj]:
 async def command(args: argparse.Namespace) -> int:
     from gang import whatif
     from gang.app.config import ConfigError
+    from gang.app.profiles import ProfileError, check_profiles
     from gang.app.snapshot import snapshot_of
 
     try:
         docs = load_manifests(args.filename)
-        snapshot = await snapshot_of(args.from_snapshot, args.kubeconfig)
         config = _config(args.config)
-    except (OSError, ValueError, ConfigError) as err:
+        check_profiles(config)  # a plugin that cannot load is named here, as `gang run` does
+        snapshot = await snapshot_of(args.from_snapshot, args.kubeconfig)
+    except (OSError, ValueError, ConfigError, ProfileError) as err:
         print(f"gang fit: {err}", file=sys.stderr)
         return whatif.BAD_INPUT
     async with whatif.replay(snapshot, config) as copy:

@@ -334,3 +334,21 @@ async def test_fit_counts_the_devices_that_claims_hold(
         code, answer = await gang_fit(env, dra_gang("single", 1), capsys)
         assert code == whatif.FITS_NOW, answer
         assert answer["nodes"] and held not in answer["nodes"], answer
+
+
+async def test_a_profile_whose_plugin_cannot_load_is_bad_input_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``gang run`` does: the plugin named, exit 2, before any cluster is asked (here none
+    is reachable at all: the kubeconfig points nowhere)."""
+    config = tmp_path / "profile.yaml"
+    config.write_text(
+        yaml.safe_dump({"scheduler": {"plugin_paths": ["no_such_module_for_gang:P"]}})
+    )
+    path = manifests(tmp_path, "train", 2, 1)
+    args = build_parser().parse_args(
+        ["fit", "-f", str(path), "--kubeconfig", str(tmp_path / "missing"), "--config", str(config)]
+    )
+    code = await asyncio.wait_for(fit_cli.command(args), 10)
+    assert code == whatif.BAD_INPUT
+    assert "no_such_module_for_gang" in capsys.readouterr().err
