@@ -1,4 +1,5 @@
-"""Bindings sent from worker processes, so the scheduler's one core is spent on deciding.
+"""Bindings (and Events and status patches) sent from worker processes, so the scheduler's one
+core is spent on deciding.
 
 Why: on a 16-core control plane gang's single process is the bottleneck (issue 29's figures:
 241 to 511 µs of its CPU per bound pod, against about 100 µs for a binder that only posts). Each

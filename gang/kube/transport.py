@@ -326,7 +326,8 @@ class Kube:
         """A request skipping kubernetes-asyncio's model layer (the hot path — one binding and
         one Event per pod — pays for JSON once, with orjson): over the lean keep-alive pool, or
         where a proxy is configured, through kubernetes-asyncio's own session. ``offload``: sent
-        by a post worker where the scheduler runs them (bindings)."""
+        by a post worker where the scheduler runs them (the writes whose answer matters only as
+        a status: bindings, Events, status patches)."""
         data = orjson.dumps(body)
         posters = self._posters if offload else None
         if posters is not None:
@@ -493,13 +494,15 @@ class Kube:
         if namespace:
             base += f"/namespaces/{quote(namespace)}"
         path = f"{base}/{kind.plural}/{quote(name)}" + ("/status" if subresource else "")
-        await self.request(self._direct("PATCH", path, {"status": status}, MERGE_PATCH))
+        await self.request(
+            self._direct("PATCH", path, {"status": status}, MERGE_PATCH, offload=True)
+        )
 
     async def patch_pod_status(self, namespace: str, name: str, patch: Obj) -> None:
         """A strategic merge patch on pods/status: conditions merge by type, so a condition
         is added or updated without rewriting the others."""
         path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status"
-        await self.request(self._direct("PATCH", path, patch, STRATEGIC_MERGE_PATCH))
+        await self.request(self._direct("PATCH", path, patch, STRATEGIC_MERGE_PATCH, offload=True))
 
     async def evict(self, namespace: str, name: str, uid: str | None = None) -> None:
         """POST pods/{name}/eviction (policy/v1) once: the API server checks the pod's
@@ -546,7 +549,9 @@ class Kube:
 
     async def create_event(self, namespace: str, event: Obj) -> None:
         await self.request(
-            self._direct("POST", f"/api/v1/namespaces/{quote(namespace)}/events", event),
+            self._direct(
+                "POST", f"/api/v1/namespaces/{quote(namespace)}/events", event, offload=True
+            ),
             retries=2,
             limiter=self.event_limiter,
         )
