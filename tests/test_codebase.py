@@ -44,12 +44,18 @@ def test_import_layers_kept() -> None:
 
 
 def test_import_layer_check_catches_a_wrong_import(tmp_path: Path) -> None:
-    """Copy the package, plant an upward import (models → sim), and expect the check to fail."""
+    """Copy the package, plant an upward import (models → sim) and an import circle inside
+    gang.state (labels → podinfo, under TYPE_CHECKING, while podinfo imports labels), and
+    expect the check to fail on both."""
     shutil.copytree(ROOT / "gang", tmp_path / "gang", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
     bad = tmp_path / "gang" / "models" / "planted.py"
     bad.write_text(
         '"""A deliberately wrong import."""\n\nfrom gang.sim import store  # noqa: F401\n'
+    )
+    labels = tmp_path / "gang" / "state" / "labels.py"
+    labels.write_text(
+        labels.read_text() + "\nif TYPE_CHECKING:\n    from gang.state.podinfo import PodInfo\n"
     )
     env_path = f"PYTHONPATH={tmp_path}"
     result = subprocess.run(
@@ -62,6 +68,7 @@ def test_import_layer_check_catches_a_wrong_import(tmp_path: Path) -> None:
     )
     assert result.returncode != 0, result.stdout
     assert "gang.models.planted -> gang.sim.store" in result.stdout
+    assert "No cycles are allowed in gang.state." in result.stdout
 
 
 def test_ci_runs_the_readme_test_command() -> None:

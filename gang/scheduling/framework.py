@@ -29,6 +29,12 @@ around it (pod affinity, topology spread) see the members placed earlier in the 
 ``RuleAwarePlugin.relevant``: when it answers False for a pod, the plugin would pass every node
 and score them all alike, so the placer skips it and keeps its incremental fast path.
 
+The plugin API is the bottom of the scheduling layer: it imports only the gang model
+(``gang.scheduling.gang``) and the cluster state it hands plugins, and defines the values its
+points exchange (a Permit decision, a preemption ``PreemptionRequest`` and ``Plan``); placement,
+preemption and the built-in plugins build on it, never the other way (``.importlinter`` forbids
+import circles inside ``gang.scheduling``).
+
 Containment: a plugin that raises, or that overruns its extension point's time budget, fails
 the cycle for that gang only, with an Event naming the plugin (``PluginError``). Synchronous
 points are timed (Python cannot safely interrupt them); asynchronous points (PreBind, Bind,
@@ -41,19 +47,16 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from gang.state.cache import Snapshot
+from gang.scheduling.gang import Gang
+from gang.state.cache import ClusterCache, Snapshot
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.resources import ResourceIndex, Vector
-
-if TYPE_CHECKING:
-    from gang.scheduling.gang import Gang
-    from gang.scheduling.preemption import Plan, Request
 
 Scores = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
@@ -144,9 +147,135 @@ class PostFilterPlugin(Plugin, Protocol):
         e.g. nominate preemption victims). gang ships none."""
 
 
+class ReclaimRules(Protocol):
+    """Reclaim's side of a decision: which running pods may be taken, in which order, and which
+    sets keep every queue's floor (``gang.scheduling.queues.ReclaimScope``)."""
+
+    def victim_queue(self, pod: PodInfo) -> str | None:
+        """The queue ``pod`` would be reclaimed from, or None if it may not be."""
+        ...
+
+    def protected(self, queue: str, started: float) -> bool:
+        """Whether a gang of ``queue`` running since ``started`` is inside its min runtime."""
+        ...
+
+    def order(self, queue: str) -> tuple[Any, ...]:
+        """Victim queues are taken in this order (smallest first)."""
+        ...
+
+    def allows(self, taken: Mapping[str, Mapping[str, float]]) -> bool:
+        """Whether evicting gangs holding ``taken`` (per queue) keeps every rule."""
+        ...
+
+
+class PreemptionRequest(Protocol):
+    """What the cycle hands a PreemptionPlugin for a gang that did not fit, read-only (the
+    cycle's ``gang.scheduling.preemption.Request`` has this shape)."""
+
+    @property
+    def gang(self) -> Gang: ...
+
+    @property
+    def pods(self) -> Sequence[PodInfo]:
+        """The members (and placeholders) the failed placement tried."""
+        ...
+
+    @property
+    def need(self) -> int:
+        """How many of ``pods`` must place."""
+        ...
+
+    @property
+    def anchors(self) -> Sequence[str]: ...
+
+    @property
+    def snapshot(self) -> Callable[[], Snapshot]:
+        """A fresh snapshot as this gang's cycle sees it (its own nominations dropped, those
+        of lower-priority gangs lent)."""
+        ...
+
+    @property
+    def placer(self) -> Any:
+        """The profile's placer (``gang.scheduling.placement.Placer``), for trial placements."""
+        ...
+
+    @property
+    def cache(self) -> ClusterCache: ...
+
+    @property
+    def podgroups(self) -> Mapping[Key, Any]:
+        """PodGroups by (namespace, name), for victims' minMember."""
+        ...
+
+    @property
+    def claimed(self) -> frozenset[Key]:
+        """Victim pods of the preemptions under way (other gangs' plans)."""
+        ...
+
+    @property
+    def may_evict(self) -> Callable[[PodInfo], bool]:
+        """Whether a running pod may be this gang's victim at all."""
+        ...
+
+    @property
+    def reclaim(self) -> ReclaimRules | None:
+        """Set for a reclaim: victims by queue rules, not by priority."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class VictimGang:
+    """The members of one victim gang a plan evicts."""
+
+    namespace: str
+    #: the PodGroup name, or "" for a pod without a group
+    group: str
+    priority: int
+    pods: tuple[PodInfo, ...]
+    #: all bound members go (else only members above ``min_member``)
+    whole: bool
+    bound: int
+    min_member: int
+    #: the victim's queue, when it was reclaimed
+    queue: str | None = None
+
+    def __str__(self) -> str:
+        name = self.group or self.pods[0].name
+        scope = "whole" if self.whole else f"{len(self.pods)} above minMember {self.min_member}"
+        return (
+            f"{self.namespace}/{name} (priority {self.priority}, {len(self.pods)} pod(s), {scope})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A preemption decision: where the preemptor goes once the victims are gone."""
+
+    assignments: dict[Key, str]
+    victims: tuple[VictimGang, ...]
+    #: victim pods whose eviction overdraws a PodDisruptionBudget (evicted past it: no set
+    #: that respects every budget was found)
+    past_budget: frozenset[Key]
+    #: placements run to decide (for the decision-time figures)
+    trials: int
+    #: for a reclaim: why (the reclaiming queue and the shares), said on every victim
+    reclaim: str | None = None
+
+    @property
+    def pods(self) -> int:
+        return sum(len(v.pods) for v in self.victims)
+
+    def summary(self) -> str:
+        names = ", ".join(str(v) for v in self.victims)
+        text = f"{self.pods} pod(s) of {len(self.victims)} gang(s): {names}"
+        if self.past_budget:
+            text += f"; {len(self.past_budget)} of them past their PodDisruptionBudget"
+        return text
+
+
 @runtime_checkable
 class PreemptionPlugin(Plugin, Protocol):
-    def preempt(self, request: Request) -> Plan | str | None:
+    def preempt(self, request: PreemptionRequest) -> Plan | str | None:
         """PostFilter for a gang that did not fit: a plan (victims to evict, and where the gang
         goes once they are gone) that the cycle nominates and the binding side carries out, or
         why preemption cannot help (added to the failure message), or None."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,10 +36,33 @@ from gang.models.topologyapis import TopologyConstraint
 from gang.queue.tree import Membership
 from gang.state.podinfo import PodInfo
 
-if TYPE_CHECKING:
-    from gang.scheduling.placement import Unplaceable
-
 Key = tuple[str, str]
+
+
+class PlacementFailure(Protocol):
+    """Why a gang's last placement failed, as explain reads it (the placer's ``Unplaceable``
+    has this shape; a Protocol so this module, under the plugin API, imports no placement)."""
+
+    @property
+    def message(self) -> str: ...
+
+    @property
+    def placed(self) -> int:
+        """How many needed members fitted before one did not."""
+        ...
+
+    @property
+    def needed(self) -> int: ...
+
+    @property
+    def member(self) -> Key | None:
+        """The member that did not fit."""
+        ...
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        """Per Filter reason, the number of nodes that rejected ``member`` for it."""
+        ...
 
 
 class GangKey(NamedTuple):
@@ -193,7 +216,7 @@ class Gang:
     #: (node-set version, members needed, members' keys)
     never_memo: tuple[int, int, tuple[Key, ...], TopologyConstraint | None] | None = None
     #: the last cycle's placement failure, structured (for explain); None after a placement
-    last_unplaceable: Unplaceable | None = None
+    last_unplaceable: PlacementFailure | None = None
     #: the queue it is in, or why its queue cannot serve it (kept by ``QueueLedger.place``)
     membership: Membership = field(default_factory=lambda: Membership(DEFAULT_QUEUE))
     #: what it asks of the topology, resolved at the start of its last cycle (every placement

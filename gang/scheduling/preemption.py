@@ -39,12 +39,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from gang.queue.reclaim import total
+from gang.scheduling.framework import Plan as Plan
+from gang.scheduling.framework import PreemptionRequest, ReclaimRules
+from gang.scheduling.framework import VictimGang as VictimGang
 from gang.scheduling.gang import Gang
 from gang.scheduling.placement import Placement, Placer
 from gang.scheduling.trials import Trials
@@ -87,79 +90,9 @@ def is_accelerator(resource: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class VictimGang:
-    """The members of one victim gang a plan evicts."""
-
-    namespace: str
-    #: the PodGroup name, or "" for a pod without a group
-    group: str
-    priority: int
-    pods: tuple[PodInfo, ...]
-    #: all bound members go (else only members above ``min_member``)
-    whole: bool
-    bound: int
-    min_member: int
-    #: the victim's queue, when it was reclaimed
-    queue: str | None = None
-
-    def __str__(self) -> str:
-        name = self.group or self.pods[0].name
-        scope = "whole" if self.whole else f"{len(self.pods)} above minMember {self.min_member}"
-        return (
-            f"{self.namespace}/{name} (priority {self.priority}, {len(self.pods)} pod(s), {scope})"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """A preemption decision: where the preemptor goes once the victims are gone."""
-
-    assignments: dict[Key, str]
-    victims: tuple[VictimGang, ...]
-    #: victim pods whose eviction overdraws a PodDisruptionBudget (evicted past it: no set
-    #: that respects every budget was found)
-    past_budget: frozenset[Key]
-    #: placements run to decide (for the decision-time figures)
-    trials: int
-    #: for a reclaim: why (the reclaiming queue and the shares), said on every victim
-    reclaim: str | None = None
-
-    @property
-    def pods(self) -> int:
-        return sum(len(v.pods) for v in self.victims)
-
-    def summary(self) -> str:
-        names = ", ".join(str(v) for v in self.victims)
-        text = f"{self.pods} pod(s) of {len(self.victims)} gang(s): {names}"
-        if self.past_budget:
-            text += f"; {len(self.past_budget)} of them past their PodDisruptionBudget"
-        return text
-
-
-class ReclaimRules(Protocol):
-    """Reclaim's side of a decision: which running pods may be taken, in which order, and which
-    sets keep every queue's floor (``gang.scheduling.queues.ReclaimScope``)."""
-
-    def victim_queue(self, pod: PodInfo) -> str | None:
-        """The queue ``pod`` would be reclaimed from, or None if it may not be."""
-        ...
-
-    def protected(self, queue: str, started: float) -> bool:
-        """Whether a gang of ``queue`` running since ``started`` is inside its min runtime."""
-        ...
-
-    def order(self, queue: str) -> tuple[Any, ...]:
-        """Victim queues are taken in this order (smallest first)."""
-        ...
-
-    def allows(self, taken: Mapping[str, Mapping[str, float]]) -> bool:
-        """Whether evicting gangs holding ``taken`` (per queue) keeps every rule."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
 class Request:
-    """What the cycle hands preemption for a gang that did not fit."""
+    """What the cycle hands preemption for a gang that did not fit (the plugin API's
+    ``PreemptionRequest``, with the placer's own type)."""
 
     gang: Gang
     #: the members (and placeholders) the failed placement tried, and how many must place
@@ -250,14 +183,14 @@ class GangPreemption:
     def __init__(self, max_trials: int = DEFAULT_MAX_TRIALS) -> None:
         self.max_trials = max_trials
 
-    def preempt(self, request: Request) -> Plan | str | None:
+    def preempt(self, request: PreemptionRequest) -> Plan | str | None:
         return Planner(request, self.max_trials).plan()
 
 
 class Planner:
     """One decision (state lives for one call)."""
 
-    def __init__(self, request: Request, max_trials: int) -> None:
+    def __init__(self, request: PreemptionRequest, max_trials: int) -> None:
         self.r = request
         self.max_trials = max_trials
         self.priority = request.gang.priority

@@ -10,6 +10,9 @@ so a lookup starts from the few pods that could match instead of all of them.
 Semantics are apimachinery's ``LabelSelectorAsSelector``: ``matchLabels`` and
 ``matchExpressions`` are ANDed; an empty selector matches everything, an absent (nil) one
 nothing; ``In``/``NotIn`` need values, ``Exists``/``DoesNotExist`` take none.
+
+The node selector terms of node affinity (and of volumes' and devices' node restrictions) live
+here too, as plain values, so the pod parser and the pod rules both build on this module.
 """
 
 from __future__ import annotations
@@ -25,6 +28,28 @@ SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    """One ``matchExpressions``/``matchFields`` entry of a core/v1 ``NodeSelectorTerm``; operator
+    in ``gang.state.podinfo.NODE_SELECTOR_OPERATORS``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements ANDed together. A term with neither list empty matches no node (as in Go).
+
+    ``match_fields`` supports only the key ``metadata.name``. Parsed by ``gang.state.podinfo``
+    (which exports both), matched by ``gang.scheduling.predicates.term_matches``.
+    """
+
+    match_expressions: tuple[NodeSelectorRequirement, ...]
+    match_fields: tuple[NodeSelectorRequirement, ...]
 
 
 def is_label_key(key: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Any, Final
 from gang.models.groupapis import api_of_group, workload_group
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
 from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TopologyAsk, asks_in_annotations
+from gang.state.labels import NodeSelectorRequirement, NodeSelectorTerm
 from gang.state.podrules import (
     NO_RULES,
     PodRules,
@@ -103,26 +104,6 @@ class Toleration:
     operator: str
     value: str
     effect: str
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorRequirement:
-    """One ``matchExpressions``/``matchFields`` entry; operator in :data:`NODE_SELECTOR_OPERATORS`."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorTerm:
-    """Requirements ANDed together. A term with neither list empty matches no node (as in Go).
-
-    ``match_fields`` supports only the key ``metadata.name``.
-    """
-
-    match_expressions: tuple[NodeSelectorRequirement, ...]
-    match_fields: tuple[NodeSelectorRequirement, ...]
 
 
 @dataclass(frozen=True, slots=True)

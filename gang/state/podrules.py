@@ -23,18 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from gang.state.labels import (
     NOTHING,
     LabelSelector,
+    NodeSelectorTerm,
     SelectorError,
     label_key_requirements,
     parse_selector,
 )
-
-if TYPE_CHECKING:
-    from gang.state.podinfo import NodeSelectorTerm
 
 DO_NOT_SCHEDULE: Final = "DoNotSchedule"
 SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
