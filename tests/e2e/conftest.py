@@ -20,6 +20,11 @@ with the reason in the test summary). Per test it
 4. after the test, deletes what it created: the namespaces (force-deleting their pods, which no
    kubelet will confirm), the Nodes and their Leases, and the CRD/RBAC objects it created.
 
+A test that needs what only newer Kubernetes has says so with
+``@pytest.mark.needs_kubernetes("1.27", "StatefulSet spec.ordinals")``: on a real cluster whose
+``/version`` (read once per session) is older it is skipped before anything is created, the
+reason naming both versions. The simulator serves every API and always runs it.
+
 The examples' pods are pinned to the test Nodes (see ``scenarios``), so nothing runs on a real
 node. Pods bound to kubelet-free Nodes stay Pending, so PodGroups there reach phase Scheduled.
 """
@@ -29,14 +34,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import sys
 import tempfile
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -65,19 +72,92 @@ LEASE_RENEW_SECONDS = 10.0
 MERGE_PATCH = "application/merge-patch+json"
 
 
+NEEDS_KUBERNETES = "needs_kubernetes"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{NEEDS_KUBERNETES}(version, what): on a real cluster older than Kubernetes `version` "
+        "(e.g. '1.27'), skip the test: the server cannot do `what`",
+    )
+
+
+class ServerVersion(NamedTuple):
+    """A server's ``/version``: (major, minor) to compare, and the gitVersion to name it by."""
+
+    major: int
+    minor: int
+    text: str
+
+    @classmethod
+    def parse(cls, info: dict[str, Any]) -> ServerVersion:
+        """From ``/version``: gitVersion ``v1.23.0`` (or a vendor's ``v1.29.4-eks-…``), else
+        major/minor, which vendors write as ``29+``."""
+        text = str(info.get("gitVersion") or f"{info.get('major')}.{info.get('minor')}")
+        found = re.match(r"v?(\d+)\.(\d+)", text)
+        if found is None:
+            found = re.match(r"(\d+)\D*\.(\d+)", f"{info.get('major')}.{info.get('minor')}")
+        assert found is not None, f"unreadable server version: {info}"
+        return cls(int(found[1]), int(found[2]), text)
+
+
+def needed_version(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
+async def _read_version(kubeconfig: str) -> dict[str, Any]:
+    from kubernetes_asyncio import config
+
+    api_client = await config.new_client_from_config(config_file=kubeconfig)
+    try:
+        info: dict[str, Any] = await Kube(api_client).request("GET", "/version")
+        return info
+    finally:
+        await api_client.close()
+
+
+@pytest.fixture(scope="session")
+def server_version() -> ServerVersion | None:
+    """The real cluster's version (discovery's ``/version``), once per session; None without
+    one. Read on a thread of its own, so no test's event loop is touched."""
+    kubeconfig = os.environ.get(E2E_ENV)
+    if not kubeconfig:
+        return None
+    with ThreadPoolExecutor(1) as thread:
+        info = thread.submit(asyncio.run, _read_version(kubeconfig)).result(timeout=60)
+    return ServerVersion.parse(info)
+
+
+def skip_if_too_old(node: pytest.Item, server: ServerVersion) -> None:
+    """Skip ``node`` if it needs a Kubernetes newer than ``server`` (its needs_kubernetes
+    marks), naming what it needs, the version that has it, and the server's."""
+    for mark in node.iter_markers(NEEDS_KUBERNETES):
+        version, what = mark.args
+        if (server.major, server.minor) < needed_version(version):
+            pytest.skip(
+                reason=f"real-cluster e2e: {what} needs Kubernetes {version}+; "
+                f"the server is {server.text}"
+            )
+
+
 @pytest.fixture(params=["sim", "real"])
-async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Target]:
+async def cluster(
+    request: pytest.FixtureRequest, server_version: ServerVersion | None
+) -> AsyncIterator[Target]:
     if request.param == "sim":
         async with sim_target() as target:
             yield target
         return
     kubeconfig = os.environ.get(E2E_ENV)
-    if not kubeconfig:
+    if not kubeconfig or server_version is None:
         pytest.skip(
             reason=f"real-cluster e2e: set {E2E_ENV} to the kubeconfig of a disposable cluster "
             "to run the examples there too (the tests create Nodes, namespaces and the PodGroup "
             "CRD, and run `gang run` against it)"
         )
+    skip_if_too_old(request.node, server_version)  # before anything is created there
     if not CRD_FILE.exists():
         pytest.skip(reason=f"real-cluster e2e: {CRD_FILE.relative_to(ROOT)} does not exist yet")
     async with real_target(kubeconfig) as target:

@@ -7,6 +7,8 @@ difference between the simulator and Kubernetes shows up as one of the pair fail
 
 from __future__ import annotations
 
+import pytest
+
 from tests.e2e.scenarios import (
     VOLCANO,
     Target,
@@ -66,6 +68,9 @@ async def test_training_operator_pytorchjob_with_volcano_goes_inqueue_then_binds
     assert tasks == ["master", "worker", "worker"]
 
 
+@pytest.mark.needs_kubernetes(
+    "1.27", "StatefulSet spec.ordinals (LeaderWorkerSet numbers a group's workers from 1)"
+)
 async def test_leaderworkerset_with_volcano_binds_each_replica_group(cluster: Target) -> None:
     namespace = await example_fits(cluster, "leaderworkerset-volcano.yaml")
     for group in (0, 1):
@@ -74,5 +79,6 @@ async def test_leaderworkerset_with_volcano_binds_each_replica_group(cluster: Ta
         assert names == [f"vllm-llama-{group}", f"vllm-llama-{group}-1", f"vllm-llama-{group}-2"]
 
 
+@pytest.mark.needs_kubernetes("1.36", "the native scheduling.k8s.io PodGroup")
 async def test_jobset_with_a_native_podgroup_binds_whole(cluster: Target) -> None:
     await example_fits(cluster, "jobset-native-podgroup.yaml")
