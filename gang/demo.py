@@ -177,14 +177,16 @@ async def run_demo(nodes: str) -> int:
                 f"  {pg['metadata']['name']:<6} {st.get('phase', ''):<10} {pg['spec']['minMember']:>9} "
                 f"{st.get('scheduled', 0):>9} {st.get('succeeded', 0):>9}"
             )
-        events = await core.list_namespaced_event(NS, _preload_content=False)
-        huge = [
-            e["message"]
-            for e in (await events.json())["items"]
-            if e["involvedObject"]["name"].startswith("huge") and e["reason"] == "FailedScheduling"
-        ]
-        if huge:
-            print(f"\nwhy 'huge' is pending (kubectl describe pod huge-0):\n  {huge[-1]}")
+        for pg in groups["items"]:
+            # a gang that cannot run on the cluster as it is says so in a condition (its phase
+            # has no word for it)
+            for cond in (pg.get("status") or {}).get("conditions") or []:
+                if cond.get("type") == "Unschedulable" and cond.get("status") == "True":
+                    name = pg["metadata"]["name"]
+                    print(
+                        f"\nPodGroup '{name}' (kubectl describe pg {name}): Unschedulable, "
+                        f"reason {cond.get('reason')}:\n  {cond.get('message')}"
+                    )
         stats = scheduler.stats
         if stats.time_to_full_gang.observations:
             print(

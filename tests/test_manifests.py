@@ -473,6 +473,10 @@ def _gangs() -> Iterator[Gang]:
     waiting = Gang(GangKey("team", "train"), podgroup=valid)
     waiting.last_failure = "gang team/train needs 2 more member(s) placed together, only 1 fit"
     yield waiting
+    never = Gang(GangKey("team", "train"), podgroup=valid)
+    never.never_fits = "needs 2 more member(s) placed together, only 1 fit"
+    never.last_failure = f"gang team/train can never fit this cluster: {never.never_fits}"
+    yield never
 
 
 def test_crd_schema_accepts_every_status_gang_writes() -> None:

@@ -26,6 +26,8 @@ from gang.scheduling.plugins import unsupported_message
 VOLCANO_NOT_ENOUGH = "NotEnoughResources"
 #: the reason of a gang that cannot fit the cluster even empty, distinct from "not now"
 NEVER_FITS_REASON = "NeverFits"
+#: the condition type of a gang that will not run as things are (Volcano's word for it)
+UNSCHEDULABLE_CONDITION = "Unschedulable"
 VOLCANO_READY = "tasks in gang are ready to be scheduled"
 
 Status = dict[str, Any]
@@ -168,6 +170,8 @@ def coscheduling_status(gang: Gang, previous: Mapping[str, Any]) -> Status:
         message = gang.last_failure or f"{gang.placed()}/{need} members placed"
         reason = NEVER_FITS_REASON if gang.never_fits is not None else "Unschedulable"
         conditions.append(condition(previous, "Scheduled", "False", reason, message))
+        if gang.never_fits is not None:
+            conditions.append(never_fits_condition(gang, previous))
     elif phase != "Failed":
         conditions.append(
             condition(
@@ -180,6 +184,22 @@ def coscheduling_status(gang: Gang, previous: Mapping[str, Any]) -> Status:
         )
     status["conditions"] = conditions
     return status
+
+
+def never_fits_condition(gang: Gang, previous: Mapping[str, Any]) -> Status:
+    """``Unschedulable`` True, reason ``NeverFits``: the gang cannot run on the cluster as it is,
+    not even with every node empty, so waiting alone will not place it. Coscheduling's phases
+    have no word for that (its ``Scheduling`` reads as "in progress", ``Failed`` means failed
+    members and makes operators fail the job), so the phase stays and this condition says it,
+    in the type Volcano users know; it goes once the cluster or the gang changes so it fits."""
+    return condition(
+        previous,
+        UNSCHEDULABLE_CONDITION,
+        "True",
+        NEVER_FITS_REASON,
+        "will not run on the cluster as it is, not even with every node empty (it is placed "
+        f"once nodes are added or the gang asks for less): {gang.never_fits}",
+    )
 
 
 def _disruption(gang: Gang, by: str, previous: Mapping[str, Any]) -> Status:
@@ -228,8 +248,8 @@ def volcano_status(
         phase = "Pending"
     conditions = _by_type(previous)
     if unschedulable is not None:
-        conditions["Unschedulable"] = _volcano_condition(
-            previous, "Unschedulable", reason, unschedulable
+        conditions[UNSCHEDULABLE_CONDITION] = _volcano_condition(
+            previous, UNSCHEDULABLE_CONDITION, reason, unschedulable
         )
     if phase in ("Running", "Completed"):
         conditions["Scheduled"] = _volcano_condition(previous, "Scheduled", VOLCANO_READY, "")

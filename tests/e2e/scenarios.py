@@ -464,14 +464,19 @@ async def too_big_waits_and_holds_nothing(target: Target) -> None:
 
     async def unschedulable() -> dict[str, Any] | None:
         status = (await target.kube.podgroup(namespace, group)).get("status") or {}
-        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        conditions = _conditions(status)
         scheduled = conditions.get("Scheduled") or {}
         ok = status.get("phase") == "Scheduling" and scheduled.get("reason") == "NeverFits"
-        return scheduled | {"scheduled": status.get("scheduled", 0)} if ok else None
+        return status if ok and "Unschedulable" in conditions else None
 
-    condition = await eventually(unschedulable, target.patience, f"PodGroup {group} Unschedulable")
-    assert condition["scheduled"] == 0 and condition["status"] == "False"
-    assert "Insufficient nvidia.com/gpu" in condition["message"], condition
+    status = await eventually(unschedulable, target.patience, f"PodGroup {group} Unschedulable")
+    conditions = _conditions(status)
+    assert status.get("scheduled", 0) == 0 and conditions["Scheduled"]["status"] == "False"
+    assert "Insufficient nvidia.com/gpu" in conditions["Scheduled"]["message"], status
+    # the phase reads "in progress": the condition says it will not run as the cluster is
+    never = conditions["Unschedulable"]
+    assert (never["status"], never["reason"]) == ("True", "NeverFits"), never
+    assert never["message"].startswith("will not run on the cluster as it is, "), never
     pods = await gang_pods(target, namespace, group)
     assert len(pods) == size
     assert not [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")], "bound"

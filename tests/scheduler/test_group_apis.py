@@ -169,6 +169,57 @@ async def test_volcano_min_task_member_holds_per_task() -> None:
         assert "t-w" not in await env.api.bound(NS)  # 10 GPUs asked, 8 there: the worker waits
 
 
+# --- Coscheduling (scheduling.x-k8s.io) ------------------------------------------------------
+
+COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1")
+
+
+async def test_coscheduling_group_that_can_never_fit_says_so_until_the_cluster_grows() -> None:
+    """3 members x 8 GPUs on 2 nodes of 8: not even the empty cluster holds it. Coscheduling's
+    phase stays Scheduling, so the condition ``Unschedulable`` (True, NeverFits) says it will
+    not run as things are; a third node makes it fit, and it binds and the condition goes."""
+    async with env_of(nodes="2:gpu=8,cpu=32,memory=128Gi") as env:
+        body = {
+            "apiVersion": "/".join(COSCHEDULING),
+            "kind": "PodGroup",
+            "metadata": {"name": "huge"},
+            "spec": {"minMember": 3, "scheduleTimeoutSeconds": 30},
+        }
+        await create(env.api, COSCHEDULING, "podgroups", body)
+        names = [f"huge-{i}" for i in range(3)]
+        label = {"scheduling.x-k8s.io/pod-group": "huge"}
+        await env.api.create_pods([pod(n, 8, labels=label) for n in names])
+
+        async def never() -> bool:
+            found = conditions(await get(env.api, COSCHEDULING, "podgroups", "huge"))
+            return found.get("Unschedulable", {}).get("status") == "True"
+
+        await eventually(never)
+        huge = await get(env.api, COSCHEDULING, "podgroups", "huge")
+        assert huge["status"]["phase"] == "Scheduling"
+        assert huge["status"]["scheduled"] == 0
+        unschedulable = conditions(huge)["Unschedulable"]
+        assert unschedulable["reason"] == "NeverFits"
+        assert unschedulable["message"].startswith("will not run on the cluster as it is, ")
+        assert "only 2 fit" in unschedulable["message"], unschedulable
+        assert "Insufficient nvidia.com/gpu" in unschedulable["message"], unschedulable
+        assert conditions(huge)["Scheduled"]["status"] == "False"
+        assert not await env.api.bound(NS)
+
+        env.cluster.add_nodes("1:gpu=8,cpu=32,memory=128Gi,prefix=grown")
+        await eventually(lambda: all_bound(env.api, names))
+
+        async def placed() -> bool:
+            status = (await get(env.api, COSCHEDULING, "podgroups", "huge")).get("status") or {}
+            return status.get("phase") in ("Scheduled", "Running") and status["scheduled"] == 3
+
+        await eventually(placed)
+        found = conditions(await get(env.api, COSCHEDULING, "podgroups", "huge"))
+        assert "Unschedulable" not in found, found
+        assert found["Scheduled"]["status"] == "True"
+        await env.api.assert_not_overcommitted()
+
+
 # --- scheduler-plugins before 0.25 -----------------------------------------------------------
 
 
