@@ -8,27 +8,15 @@ its operator uses, must be bound whole; the too-big gang binds nothing and holds
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.scenarios import EXAMPLES, FITTING, TOO_BIG, claimed_group
-from tests.sim.kubectl_server import Served, gang_sim_serve
+from tests.sim.kubectl_server import Served, gang_run, gang_sim_serve
 
 NAMESPACE = "examples"
 PATIENCE = 60.0
-
-
-def gang_run(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "gang", "run", "--kubeconfig", str(kubeconfig), "--port", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
 
 
 def pods_by_gang(served: Served) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -58,8 +46,7 @@ def test_kubectl_apply_examples_binds_every_example_gang(tmp_path: Path) -> None
     _, too_big, too_big_size = TOO_BIG
     with gang_sim_serve(tmp_path, nodes="6:gpu=8,zones=2") as served:
         log = tmp_path / "gang-run.log"
-        scheduler = gang_run(served.kubeconfig, log)
-        try:
+        with gang_run(served.kubeconfig, log) as scheduler:
             served.kubectl("create", "namespace", NAMESPACE)
             applied = served.run("apply", "-n", NAMESPACE, "-f", str(EXAMPLES), "-v=6")
             assert applied.returncode == 0, applied.stderr
@@ -90,11 +77,3 @@ def test_kubectl_apply_examples_binds_every_example_gang(tmp_path: Path) -> None
                 while not reports_scheduled(served, api_version, name):
                     assert time.monotonic() < deadline, (api_version, name, "status")
                     time.sleep(0.2)
-        finally:
-            scheduler.send_signal(signal.SIGTERM)
-            try:
-                scheduler.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                scheduler.kill()
-                scheduler.wait()
-        assert scheduler.returncode == 0, log.read_text()[-5000:]

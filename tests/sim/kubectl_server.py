@@ -129,3 +129,45 @@ def gang_sim_serve(tmp_path: Path, *extra: str, nodes: str = "3:gpu=8") -> Itera
     else:
         assert f"gang sim: serving {url} with {count} nodes" in out
     assert f"kubeconfig written to {kubeconfig}" in out
+
+
+@contextmanager
+def gang_run(
+    kubeconfig: Path, log: Path, port: int = 0, ready_url: str | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``gang run`` against ``kubeconfig`` in its own process, its output in ``log``; with
+    ``ready_url`` (its server, on ``port``) waited for until ready. Stopped by SIGTERM after,
+    and its clean exit checked."""
+    with log.open("wb") as out:
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "gang", "run", "--kubeconfig", str(kubeconfig),
+             "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        if ready_url is not None:
+            _wait_ready(ready_url, scheduler, log)
+        yield scheduler
+    finally:
+        scheduler.send_signal(signal.SIGTERM)
+        try:
+            scheduler.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            scheduler.kill()
+            scheduler.wait()
+    assert scheduler.returncode == 0, log.read_text()[-5000:]
+
+
+def _wait_ready(url: str, scheduler: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert scheduler.poll() is None, log.read_text()[-5000:]
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "gang run did not become ready\n" + log.read_text()
+        time.sleep(0.1)
