@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gang.kube.informer import object_key
 from gang.models.dra import (
     DELETE_PROTECTION_FINALIZER,
     DRA_GROUP,
@@ -36,6 +35,7 @@ from gang.models.dra import (
     parse_class,
     parse_slice,
 )
+from gang.state.catalog import KindCatalog, KindTable
 
 Key = tuple[str, str]
 #: (driver, pool, device)
@@ -73,61 +73,32 @@ class InFlight:
 
 
 @dataclass
-class DraCatalog:
-    """What the DRA informers hold, parsed (see the module docstring)."""
+class DraCatalog(KindCatalog):
+    """What the DRA informers hold, parsed (see the module docstring; the informers' side,
+    ``upsert``/``remove``/``rejected``/``version``, is ``KindCatalog``'s)."""
 
     classes: dict[str, DeviceClass] = field(default_factory=dict)
     slices: dict[str, ResourceSlice] = field(default_factory=dict)
     claims: dict[Key, ResourceClaim] = field(default_factory=dict)
-    #: objects that could not be read → why
-    rejected: dict[tuple[str, str, str], str] = field(default_factory=dict)
     #: claim → the allocation gang reserved for it and has not seen written yet
     in_flight: dict[Key, InFlight] = field(default_factory=dict)
-    #: bumped on every change, for caches keyed on the catalog's state
-    version: int = 0
     #: the API server serves ``resource.k8s.io/v1`` (else nothing here is ever filled)
     served: bool = False
     _in_use: tuple[int, frozenset[DeviceId]] | None = None
 
-    def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
-        """Apply an informer object of ``kind`` (one of :data:`DRA_KINDS`); True if something
-        changed."""
-        namespace, name = object_key(raw)
-        if not name:
-            return False
-        self.rejected.pop((kind, namespace, name), None)
-        try:
-            if kind == CLASSES:
-                device_class = parse_class(raw)
-                changed = self.classes.get(name) != device_class
-                self.classes[name] = device_class
-            elif kind == SLICES:
-                piece = parse_slice(raw)
-                changed = self.slices.get(name) != piece
-                self.slices[name] = piece
-            else:
-                claim = parse_claim(raw)
-                changed = self.claims.get(claim.key) != claim
-                self.claims[claim.key] = claim
-                self._written(claim)
-        except DraParseError as err:
-            self.rejected[(kind, namespace, name)] = str(err)
-            self.remove(kind, namespace, name)
-            return True
-        if changed:
-            self.version += 1
-        return changed
+    def kinds(self) -> Mapping[str, KindTable]:
+        return {
+            CLASSES: KindTable(self.classes, parse_class, namespaced=False),
+            SLICES: KindTable(self.slices, parse_slice, namespaced=False),
+            CLAIMS: KindTable(self.claims, parse_claim, namespaced=True),
+        }
 
-    def remove(self, kind: str, namespace: str, name: str) -> None:
-        gone: object
-        if kind == CLASSES:
-            gone = self.classes.pop(name, None)
-        elif kind == SLICES:
-            gone = self.slices.pop(name, None)
-        else:
-            gone = self.claims.pop((namespace, name), None)
-        if gone is not None:
-            self.version += 1
+    def parse_errors(self) -> tuple[type[Exception], ...]:
+        return (DraParseError,)
+
+    def stored(self, kind: str, value: Any) -> None:
+        if kind == CLAIMS:
+            self._written(value)
 
     def _written(self, claim: ResourceClaim) -> None:
         """The served claim carries what gang committed: the fact replaces the plan."""

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gang.kube.informer import object_key
 from gang.models.quantity import QuantityError, quantity_to_int
+from gang.state.catalog import KindCatalog, KindTable
 from gang.state.podinfo import NodeSelectorRequirement, NodeSelectorTerm
 
 Key = tuple[str, str]
@@ -95,62 +95,29 @@ class StorageClass:
 
 
 @dataclass(slots=True)
-class VolumeCatalog:
-    """Live picture of the cluster's storage objects (one per cache, fed by informers)."""
+class VolumeCatalog(KindCatalog):
+    """Live picture of the cluster's storage objects (one per cache, fed by informers; the
+    informers' side, ``upsert``/``remove``/``rejected``/``version``, is ``KindCatalog``'s)."""
 
     claims: dict[Key, Claim] = field(default_factory=dict)
     volumes: dict[str, Volume] = field(default_factory=dict)
     classes: dict[str, StorageClass] = field(default_factory=dict)
     #: node name → CSI driver → attachable volume count (None: the driver states no limit)
     csi_limits: dict[str, dict[str, int | None]] = field(default_factory=dict)
-    #: objects that could not be read → why (a pod mounting such a claim waits with it)
-    rejected: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    #: bumped on every change, for caches keyed on the catalog's state
-    version: int = 0
 
-    def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
-        """Apply an informer object of ``kind`` (claims, volumes, classes, csinodes); True if
-        something changed."""
-        namespace, name = object_key(raw)
-        if not name:
-            return False
-        self.rejected.pop((kind, namespace, name), None)
-        try:
-            if kind == "claims":
-                claim = parse_claim(raw)
-                changed = self.claims.get((namespace, name)) != claim
-                self.claims[(namespace, name)] = claim
-            elif kind == "volumes":
-                volume = parse_volume(raw)
-                changed = self.volumes.get(name) != volume
-                self.volumes[name] = volume
-            elif kind == "classes":
-                sc = parse_storage_class(raw)
-                changed = self.classes.get(name) != sc
-                self.classes[name] = sc
-            else:
-                limits = parse_csi_limits(raw)
-                changed = self.csi_limits.get(name) != limits
-                self.csi_limits[name] = limits
-        except (ValueError, TypeError, KeyError, QuantityError) as err:
-            self.rejected[(kind, namespace, name)] = f"{kind[:-1]} {name}: {err}"
-            self.remove(kind, namespace, name)
-            return True
-        if changed:
-            self.version += 1
-        return changed
+    def kinds(self) -> Mapping[str, KindTable]:
+        return {
+            "claims": KindTable(self.claims, parse_claim, namespaced=True),
+            "volumes": KindTable(self.volumes, parse_volume, namespaced=False),
+            "classes": KindTable(self.classes, parse_storage_class, namespaced=False),
+            "csinodes": KindTable(self.csi_limits, parse_csi_limits, namespaced=False),
+        }
 
-    def remove(self, kind: str, namespace: str, name: str) -> None:
-        if kind == "claims":
-            gone = self.claims.pop((namespace, name), None) is not None
-        elif kind == "volumes":
-            gone = self.volumes.pop(name, None) is not None
-        elif kind == "classes":
-            gone = self.classes.pop(name, None) is not None
-        else:
-            gone = self.csi_limits.pop(name, None) is not None
-        if gone:
-            self.version += 1
+    def parse_errors(self) -> tuple[type[Exception], ...]:
+        return (ValueError, TypeError, KeyError, QuantityError)
+
+    def rejection(self, kind: str, name: str, err: Exception) -> str:
+        return f"{kind[:-1]} {name}: {err}"
 
     def claim_class(self, claim: Claim) -> StorageClass | None:
         return self.classes.get(claim.storage_class) if claim.storage_class else None
