@@ -165,7 +165,7 @@ class Kube:
         #: Events get their own budget so a burst of them never delays a binding
         self.event_limiter = event_limiter
         self.max_retries = max_retries
-        #: worker processes that send the bindings (0: this process sends them)
+        #: worker processes that send the bindings, Events and status patches (0: this process)
         self.post_workers = post_workers
         self._session: aiohttp.ClientSession | None = None
 
@@ -368,7 +368,7 @@ class Kube:
 
     @functools.cached_property
     def _posters(self) -> PostPool | None:
-        """The post workers for bindings, where configured and the lean pool is used."""
+        """The post workers, where configured and the lean pool is used."""
         lean = self._lean
         if self.post_workers < 1 or lean is None:
             return None
@@ -377,7 +377,7 @@ class Kube:
 
     @property
     def post_pool(self) -> PostPool | None:
-        """The post workers' pool, once made (None: bindings go out from this process)."""
+        """The post workers' pool, once made (None: this process sends everything)."""
         found: PostPool | None = self.__dict__.get("_posters")
         return found
 
@@ -410,10 +410,10 @@ class Kube:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
-        posters = self.__dict__.get("_posters")  # (only if made)
+        posters = self.post_pool
         if posters is not None:
             await posters.close()
-        lean = self.__dict__.get("_lean")
+        lean = self.__dict__.get("_lean")  # (only if one was made)
         if lean is not None:
             await lean.close()
 
