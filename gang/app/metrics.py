@@ -9,6 +9,7 @@ counter reset.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry
@@ -175,6 +176,12 @@ class SchedulerCollector(Collector):
             "gang_post_worker_starts",
             "Worker processes started to send bindings (more than configured: some were replaced)",
             value=pool.started_workers if pool is not None else 0,
+        )
+        yield GaugeMetricFamily(
+            "gang_gc_frozen_objects",
+            "Objects moved out of the garbage collector's passes once the informers synced "
+            "(0 where the process does not tune its collector: see gang.app.gcpolicy)",
+            value=gc.get_freeze_count(),
         )
         yield from informer_metrics(scheduler)
         yield from queue_metrics(scheduler)

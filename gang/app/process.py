@@ -19,6 +19,7 @@ import signal
 import socket
 import uuid
 
+from gang.app import gcpolicy
 from gang.app.metrics import make_registry
 from gang.app.scheduler import GangScheduler
 from gang.app.server import StatusServer
@@ -36,8 +37,11 @@ def identity() -> str:
 
 
 class Process:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, tune_gc: bool = False) -> None:
         self.settings = settings
+        #: the process is ``gang run`` itself (not a test embedding it): the collector runs
+        #: rarely, and the listed cache is frozen out of it once synced (gang.app.gcpolicy)
+        self.tune_gc = tune_gc
         self.identity = identity()
         self.scheduler: GangScheduler | None = None
         self.elector: LeaderElector | None = None
@@ -58,6 +62,11 @@ class Process:
             return False, "informers not synced yet"
         return True, "ok"
 
+    @staticmethod
+    async def _freeze_when_synced(scheduler: GangScheduler) -> None:
+        await scheduler.ready.wait()
+        gcpolicy.freeze_listed()
+
     async def run(self) -> int:
         settings = self.settings
         api_client = await make_api_client(settings.kubeconfig)
@@ -68,8 +77,19 @@ class Process:
             log.info("serving /healthz /readyz /metrics /debug/gangs on port %d", self.server.port)
 
         async def lead() -> None:
-            self.scheduler = GangScheduler(api_client, settings.scheduler, instance=self.identity)
-            await self.scheduler.run()
+            scheduler = GangScheduler(api_client, settings.scheduler, instance=self.identity)
+            self.scheduler = scheduler
+            freezer = (
+                asyncio.create_task(self._freeze_when_synced(scheduler)) if self.tune_gc else None
+            )
+            try:
+                await scheduler.run()
+            finally:
+                if freezer is not None:
+                    freezer.cancel()
+
+        if self.tune_gc:
+            gcpolicy.collect_rarely()
 
         if settings.leader_election.enabled:
             self.elector = LeaderElector(Kube(api_client), settings.leader_election, self.identity)

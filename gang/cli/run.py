@@ -83,4 +83,4 @@ def command(args: argparse.Namespace) -> int:
         return 2
     configure_logging(settings.logging.level, settings.logging.format)
     logging.getLogger(__name__).info("event loop: %s", loop)
-    return run(Process(settings).run(), settings.event_loop)
+    return run(Process(settings, tune_gc=True).run(), settings.event_loop)
