@@ -41,8 +41,9 @@ WINDOW_ROUNDS: Final = 30
 class AdaptiveLimit:
     """A semaphore whose size follows the round trips it is told about.
 
-    Invariant: ``in_flight`` counts the holders between ``acquire`` and ``release``; at most
-    ``int(limit)`` hold at once (a shrink lets the ones in flight finish, it never preempts).
+    Invariant: ``in_flight`` counts the slots between their ``acquire`` (or ``acquire_many``)
+    and their ``release``; at most ``int(limit)`` are held at once (a shrink lets the ones in
+    flight finish, it never preempts).
     """
 
     def __init__(
@@ -60,7 +61,10 @@ class AdaptiveLimit:
         self.tolerance = tolerance
         self.clock = clock
         self.in_flight = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        #: who waits for slots, in order, and how many each wants
+        self._waiters: deque[tuple[asyncio.Future[int], int]] = deque()
+        #: a hand-over to the waiters is scheduled for this turn of the event loop
+        self._handing_over = False
         #: set while no request waits for a slot (lower-priority writers wait for it)
         self._no_backlog: asyncio.Event | None = None
         # the current round
@@ -79,21 +83,39 @@ class AdaptiveLimit:
     async def acquire(self) -> float:
         """Wait for a slot; returns the clock at which it was granted (pass it to release)."""
         if self.in_flight >= int(self.limit) or self._waiters:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
-            try:
-                await waiter  # _hand_over counts us in flight before it wakes us
-            except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():  # granted, then cancelled
-                    self.in_flight -= 1
-                    self._hand_over()
-                elif waiter in self._waiters:
-                    self._waiters.remove(waiter)
-                raise
+            await self._wait(1)  # _hand_over counts us in flight before it wakes us
         else:
             self.in_flight += 1
         self._peak = max(self._peak, self.in_flight)
         return self.clock()
+
+    async def acquire_many(self, want: int) -> tuple[float, int]:
+        """Wait for at least one slot and take up to ``want`` at once (a gang's bindings are
+        sent together); returns the clock at which they were granted and how many. Each is
+        released on its own."""
+        free = int(self.limit) - self.in_flight
+        if free > 0 and not self._waiters:
+            count = min(want, free)
+            self.in_flight += count
+        else:
+            count = await self._wait(want)
+        self._peak = max(self._peak, self.in_flight)
+        return self.clock(), count
+
+    async def _wait(self, want: int) -> int:
+        """Queue for slots (FIFO); the slots granted, already counted in flight."""
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        entry = (waiter, want)
+        self._waiters.append(entry)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # granted, then cancelled
+                self.in_flight -= waiter.result()
+                self._hand_over()
+            elif entry in self._waiters:
+                self._waiters.remove(entry)
+            raise
 
     async def no_backlog(self) -> None:
         """Return once no request waits for a slot: Events and status writes go out between
@@ -111,14 +133,20 @@ class AdaptiveLimit:
         self.in_flight -= 1
         if measured:
             self._sample(self.clock() - granted, throttled)
-        self._hand_over()
+        if not self._waiters:
+            self._hand_over()
+        elif not self._handing_over:  # the answers read in this turn are handed over together,
+            self._handing_over = True  # so the first in line gets them all (one batch, not many)
+            asyncio.get_running_loop().call_soon(self._hand_over)
 
     def _hand_over(self) -> None:
+        self._handing_over = False
         while self._waiters and self.in_flight < int(self.limit):
-            waiter = self._waiters.popleft()
+            waiter, want = self._waiters.popleft()
             if not waiter.done():
-                self.in_flight += 1
-                waiter.set_result(None)
+                count = min(want, int(self.limit) - self.in_flight)
+                self.in_flight += count
+                waiter.set_result(count)
         if not self._waiters and self._no_backlog is not None:
             self._no_backlog.set()
 

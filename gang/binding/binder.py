@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 
 from gang.binding.adaptive import AdaptiveLimit
 from gang.kube.transport import Kube, KubeError, backoff_delay
@@ -53,23 +53,65 @@ class Binder:
         #: bindings in flight (see gang.binding.adaptive)
         self.slots = concurrency
         self._tasks: set[asyncio.Task[None]] = set()
+        #: members whose binding has started and not ended (each is ended once, by ``_end``)
+        self._members = 0
         self.on_bound = on_bound
         self.bound = 0
         self.errors = 0
+        #: members sent in a gang's batch (the rest went one task each)
+        self.batched = 0
 
     def bind_gang(self, gang: Gang) -> None:
-        """Start binding every reserved member of a permitted gang not already in flight."""
-        for key, node in list(gang.reserved.items()):
-            if key in gang.binding:
-                continue
-            gang.binding.add(key)
-            task = asyncio.create_task(self._bind(gang, key, node), name=f"bind {key[0]}/{key[1]}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        """Start binding every reserved member of a permitted gang not already in flight: as
+        one batch where only the DefaultBinder binds and post workers send, else one task per
+        member."""
+        todo = [(key, node) for key, node in gang.reserved.items() if key not in gang.binding]
+        if not todo:
+            return
+        gang.binding.update(key for key, _ in todo)
+        self._members += len(todo)
+        if self._batchable(gang, todo):
+            self._spawn(self._bind_batch(gang, todo), f"bind {gang.key}")
+        else:
+            for key, node in todo:
+                self._spawn(self._bind(gang, key, node), f"bind {key[0]}/{key[1]}")
+
+    def _spawn(self, work: Coroutine[None, None, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _batchable(self, gang: Gang, todo: list[tuple[Key, str]]) -> bool:
+        """Post workers take batches, and nothing but one POST binds each member: no PreBind
+        work (volumes, claims) for any, the DefaultBinder first, no PostBind plugin."""
+        pool = self.kube.post_pool
+        if pool is None or pool.in_process:
+            return False
+        profile = self.profiles.get(gang.scheduler_name)
+        if profile is None:
+            return True
+        return (
+            not profile.post_binds
+            and bool(profile.binds)
+            and type(profile.binds[0]) is DefaultBinder
+            and not any(
+                pre_bind_needed(plugin, gang, key)
+                for plugin in profile.pre_binds
+                for key, _ in todo
+            )
+        )
 
     @property
     def in_flight(self) -> int:
-        return len(self._tasks)
+        """Members whose binding is under way (posted, waiting for a slot, or retrying)."""
+        return self._members
+
+    def _end(self, gang: Gang, key: Key) -> None:
+        """A member's binding is over: it leaves ``gang.binding`` unless it succeeded and the
+        informer has not shown it yet (then it stays committed until it does)."""
+        self._members -= 1
+        if key not in gang.bound_unseen:
+            gang.binding.discard(key)
 
     async def drain(self) -> None:
         """Wait for every bind in flight (graceful shutdown)."""
@@ -140,42 +182,129 @@ class Binder:
             except PluginError as err:
                 log.warning("%s", err)  # informational point: the pod is bound regardless
 
-    async def _bind(self, gang: Gang, key: Key, node: str) -> None:
+    async def _bind(self, gang: Gang, key: Key, node: str, failed: KubeError | None = None) -> None:
+        """Bind one member until it is done, retrying what is transient; ``failed``: its first
+        POST was sent in a batch and answered with this error."""
         attempt = 0
         try:
             while gang.reserved.get(key) == node:
-                try:
-                    await self._posted(gang, key, node)
-                    self._done(gang, key, node)
-                    await self._post_bind(gang, key, node)
-                    return
-                except PluginError as err:
-                    self.errors += 1
-                    self._forget(gang, key)
-                    self._event(gang, key, "Warning", "FailedBinding", str(err))
-                    return
-                except KubeError as err:
-                    if await self._settled(gang, key, node, err):
+                if failed is None:
+                    try:
+                        await self._posted(gang, key, node)
+                        self._done(gang, key, node)
+                        await self._post_bind(gang, key, node)
                         return
-                    self.errors += 1
-                    delay = (
-                        err.retry_after
-                        if err.retry_after is not None
-                        else backoff_delay(attempt, 0.1, 5.0)
-                    )
-                    attempt += 1
-                    log.info(
-                        "bind %s/%s to %s failed (%s); retry %d in %.2fs",
-                        *key,
-                        node,
-                        err,
-                        attempt,
-                        delay,
-                    )
-                    await asyncio.sleep(delay)
+                    except PluginError as err:
+                        self.errors += 1
+                        self._forget(gang, key)
+                        self._event(gang, key, "Warning", "FailedBinding", str(err))
+                        return
+                    except KubeError as err:
+                        failed = err
+                if await self._settled(gang, key, node, failed):
+                    return
+                self.errors += 1
+                delay = (
+                    failed.retry_after
+                    if failed.retry_after is not None
+                    else backoff_delay(attempt, 0.1, 5.0)
+                )
+                attempt += 1
+                log.info(
+                    "bind %s/%s to %s failed (%s); retry %d in %.2fs",
+                    *key,
+                    node,
+                    failed,
+                    attempt,
+                    delay,
+                )
+                failed = None
+                await asyncio.sleep(delay)
         finally:
-            if key not in gang.bound_unseen:  # else it stays committed until the informer says
-                gang.binding.discard(key)
+            self._end(gang, key)
+
+    async def _bind_batch(self, gang: Gang, todo: list[tuple[Key, str]]) -> None:
+        """A gang's first POSTs as batches: as many members at a time as there are slots and
+        rate-limit tokens, all handed to a post worker together, with no task per member. A
+        success is done here; any other answer hands the member to ``_bind``, as though its
+        first POST had failed there. Returns once every member has been answered."""
+        loop = asyncio.get_running_loop()
+        unanswered = len(todo)
+        all_answered = loop.create_future()
+        sent = 0
+
+        def over() -> None:
+            nonlocal unanswered
+            unanswered -= 1
+            if unanswered == 0 and not all_answered.done():
+                all_answered.set_result(None)
+
+        try:
+            while sent < len(todo):
+                granted, slots = await self.slots.acquire_many(len(todo) - sent)
+                try:
+                    tokens = await self.kube.bind_tokens(slots)
+                except BaseException:
+                    for _ in range(slots):
+                        self.slots.release(granted, measured=False)
+                    raise
+                for _ in range(slots - tokens):
+                    self.slots.release(granted, measured=False)
+                chunk, sent = todo[sent : sent + tokens], sent + tokens
+                live = []
+                for key, node in chunk:
+                    if gang.reserved.get(key) == node:
+                        live.append((key, node))
+                    else:  # released or re-planned while it waited for a slot
+                        self.slots.release(granted, measured=False)
+                        self._end(gang, key)
+                        over()
+                if not live:
+                    continue
+                try:
+                    batched = await self._send_batch(gang, live, granted, over)
+                except BaseException:  # nothing was sent (the workers could not be reached)
+                    for key, _ in live:
+                        self.slots.release(granted, measured=False)
+                        self._end(gang, key)
+                    raise
+                if not batched:
+                    for key, node in live:  # the workers went: one by one, in this process
+                        self.slots.release(granted, measured=False)
+                        self._spawn(self._bind(gang, key, node), f"bind {key[0]}/{key[1]}")
+                        over()
+        finally:
+            for key, _ in todo[sent:]:  # cancelled before they were sent
+                self._end(gang, key)
+        if unanswered:
+            await all_answered
+
+    async def _send_batch(
+        self, gang: Gang, live: list[tuple[Key, str]], granted: float, over: Callable[[], None]
+    ) -> bool:
+        def answered(index: int, err: KubeError | None) -> None:
+            key, node = live[index]
+            throttled = err is not None and err.status == 429
+            self.slots.release(granted, throttled, measured=err is None or err.status != 0)
+            try:
+                if err is None:
+                    try:
+                        self._done(gang, key, node)
+                    finally:
+                        self._end(gang, key)
+                else:
+                    self._spawn(self._bind(gang, key, node, err), f"bind {key[0]}/{key[1]}")
+            finally:
+                over()
+
+        bindings = []
+        for key, node in live:
+            member = gang.members.get(key)
+            bindings.append((key[0], key[1], node, member.uid if member is not None else None))
+        sent = await self.kube.bind_many(bindings, answered)
+        if sent:
+            self.batched += len(live)
+        return sent
 
     async def _settled(self, gang: Gang, key: Key, node: str, err: KubeError) -> bool:
         """True when ``err`` ends this member's binding one way or another."""

@@ -17,19 +17,24 @@ settled by the binder's 409 check, exactly as for a dropped connection in proces
 that exits is replaced on the next request; one that cannot be kept running (three quick exits
 in a row) leaves the pool sending in process, over ``fallback``, with an error logged once.
 
-Invariants: every request written to a worker has its future in that worker's ``pending`` until
-its answer, its timer, or the worker's exit resolves it; ids are unique per pool.
+A gang's bindings can also go as one batch (``send_many``): the same frames, with no task,
+future or timer per request on the scheduler's core; each outcome goes to one callback.
+
+Invariants: every request written to a worker has its taker (a future's setter, or a batch's
+callback) in that worker's ``pending`` until its answer, its timer (its own or its batch's), or
+the worker's exit hands it exactly one outcome; ids are unique per pool.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
 import orjson
@@ -43,6 +48,8 @@ log = logging.getLogger(__name__)
 QUICK_EXIT_SECONDS = 2.0
 #: quick exits in a row after which the pool stops starting workers and sends in process
 MAX_QUICK_EXITS = 3
+#: the least time between two writes to a worker's stdin (a few frames' worth of bindings)
+FLUSH_INTERVAL = 0.001
 #: how much longer than the worker's own request timeout the pool waits for an answer
 ANSWER_GRACE = 5.0
 
@@ -73,10 +80,13 @@ class _Child(asyncio.SubprocessProtocol):
         self.timeout = timeout
         self.transport: asyncio.SubprocessTransport | None = None
         self.stdin: asyncio.WriteTransport | None = None
-        self.pending: dict[int, tuple[asyncio.Future[Reply], asyncio.TimerHandle]] = {}
+        #: per request in flight: what takes its outcome, and its own timer (None: its batch's)
+        self.pending: dict[int, tuple[Resolve, asyncio.TimerHandle | None]] = {}
         self.buffer = bytearray()
         self.outgoing: list[bytes] = []
         self.started = time.monotonic()
+        #: when ``outgoing`` was last written (see ``_flush_soon``)
+        self.flushed_at = float("-inf")
         self.exited = asyncio.Event()
         self.alive = True
 
@@ -95,15 +105,14 @@ class _Child(asyncio.SubprocessProtocol):
             entry = self.pending.pop(ident, None)
             if entry is None:
                 continue  # timed out already
-            future, timer = entry
-            timer.cancel()
-            if future.done():
-                continue
+            resolve, timer = entry
+            if timer is not None:
+                timer.cancel()
             status, _, retry_after = text.decode("latin-1").partition(" ")
             if status == "0":
-                future.set_exception(LeanError(body.decode(errors="replace")))
+                _resolve(resolve, LeanError(body.decode(errors="replace")))
             else:
-                future.set_result(Reply(int(status), body, retry_after or None))
+                _resolve(resolve, Reply(int(status), body, retry_after or None))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 0:
@@ -118,19 +127,46 @@ class _Child(asyncio.SubprocessProtocol):
     # the pool's side
     def send(self, ident: int, head: bytes, body: bytes) -> asyncio.Future[Reply]:
         future: asyncio.Future[Reply] = self.loop.create_future()
-        timer = self.loop.call_later(self.timeout, self._timed_out, ident)
-        self.pending[ident] = (future, timer)
+        timer = self.loop.call_later(self.timeout, self._timed_out, (ident,))
+        self.pending[ident] = (functools.partial(_settle_future, future), timer)
         if not self.outgoing:
-            self.loop.call_soon(self.flush)
+            self._flush_soon()
         self.outgoing.append(frame(REQUEST, ident, head, body))
         return future
 
+    def send_many(self, first: int, requests: list[tuple[bytes, bytes]], resolve: Batch) -> None:
+        """``requests`` as ids ``first``, ``first + 1``...; each outcome goes to ``resolve``
+        with the request's index. One timer watches the lot."""
+        idents = range(first, first + len(requests))
+        self.loop.call_later(self.timeout, self._timed_out, idents)
+        pending = self.pending
+        for index, ident in enumerate(idents):
+            pending[ident] = (functools.partial(resolve, index), None)
+        if not self.outgoing:
+            self._flush_soon()
+        self.outgoing.extend(
+            frame(REQUEST, ident, head, body)
+            for ident, (head, body) in zip(idents, requests, strict=True)
+        )
+
     def configure(self, settings: dict[str, Any]) -> None:
         if not self.outgoing:
-            self.loop.call_soon(self.flush)
+            self._flush_soon()
         self.outgoing.append(frame(CONFIG, 0, b"", orjson.dumps(settings)))
 
+    def _flush_soon(self) -> None:
+        """Write at the end of this turn of the loop, or, within ``FLUSH_INTERVAL`` of the last
+        write, once that has passed: under load each write carries many frames (a pipe write
+        wakes the worker, and costs the scheduler's core a system call), while a lone binding
+        still goes at once."""
+        wait = self.flushed_at + FLUSH_INTERVAL - self.loop.time()
+        if wait > 0:
+            self.loop.call_later(wait, self.flush)
+        else:
+            self.loop.call_soon(self.flush)
+
     def flush(self) -> None:
+        self.flushed_at = self.loop.time()
         data, self.outgoing = b"".join(self.outgoing), []
         if self.stdin is None or self.stdin.is_closing():
             self._fail_all(LeanError("post worker's stdin is closed"))
@@ -150,17 +186,43 @@ class _Child(asyncio.SubprocessProtocol):
             with contextlib.suppress(ProcessLookupError):
                 self.transport.kill()
 
-    def _timed_out(self, ident: int) -> None:
-        entry = self.pending.pop(ident, None)
-        if entry is not None and not entry[0].done():
-            entry[0].set_exception(LeanError("no answer from the post worker in time"))
+    def _timed_out(self, idents: Iterable[int]) -> None:
+        for ident in idents:
+            entry = self.pending.pop(ident, None)
+            if entry is not None:
+                _resolve(entry[0], LeanError("no answer from the post worker in time"))
 
     def _fail_all(self, err: LeanError) -> None:
         pending, self.pending = self.pending, {}
-        for future, timer in pending.values():
-            timer.cancel()
-            if not future.done():
-                future.set_exception(err)
+        for resolve, timer in pending.values():
+            if timer is not None:
+                timer.cancel()
+            _resolve(resolve, err)
+
+
+Outcome = Reply | LeanError
+#: takes one request's outcome
+Resolve = Callable[[Outcome], None]
+#: takes the outcome of a batch's request, by its index in the batch
+Batch = Callable[[int, Outcome], None]
+
+
+def _settle_future(future: asyncio.Future[Reply], outcome: Outcome) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, LeanError):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+def _resolve(resolve: Resolve, outcome: Outcome) -> None:
+    """Hand one outcome over; a taker that raises is logged, never allowed to stop the
+    answers read after it."""
+    try:
+        resolve(outcome)
+    except Exception:
+        log.exception("handling a post worker's answer failed")
 
 
 class PostPool:
@@ -185,7 +247,8 @@ class PostPool:
         self._header_time = float("-inf")
         self._children: list[_Child | None] = [None] * size
         self._starting: dict[int, asyncio.Task[_Child]] = {}
-        self._ids = itertools.count(1)
+        #: the next request id (a batch takes a run of them)
+        self._next_id = 1
         self._turn = itertools.cycle(range(size))
         self._quick_exits = 0
         self._in_process = False
@@ -230,11 +293,36 @@ class PostPool:
         if gate is not None:
             await gate()
         head = f"{method} {path} {content_type}".encode("latin-1")
-        reply = await child.send(next(self._ids), head, body)
+        ident, self._next_id = self._next_id, self._next_id + 1
+        reply = await child.send(ident, head, body)
         self.answered += 1
         if reply.status == 401:
             self._header_time = float("-inf")  # a token may have expired: read it afresh
         return reply
+
+    async def send_many(self, requests: list[tuple[bytes, bytes]], resolve: Batch) -> bool:
+        """Hand ``requests`` (each a head ``METHOD PATH CONTENT-TYPE`` and a body) to one
+        worker at once, without a task or future each: every outcome, a ``Reply`` or a
+        ``LeanError``, goes to ``resolve`` with the request's index, once. False (nothing
+        sent): the pool sends in process now, and the caller sends them one by one."""
+        if self._in_process or self._closed:
+            return False
+        if time.monotonic() - self._header_time > AUTH_TTL:
+            await self._fresh_headers()
+        child = await self._child(next(self._turn))
+        if child is None:
+            return False
+        first, self._next_id = self._next_id, self._next_id + len(requests)
+
+        def answered(index: int, outcome: Outcome) -> None:
+            if isinstance(outcome, Reply):
+                self.answered += 1
+                if outcome.status == 401:
+                    self._header_time = float("-inf")  # a token may have expired
+            resolve(index, outcome)
+
+        child.send_many(first, requests, answered)
+        return True
 
     async def close(self) -> None:
         """Let every worker answer what it has in flight, then stop it."""

@@ -46,3 +46,14 @@ class TokenBucket:
                 await asyncio.sleep((1 - self._tokens) / self.rate)
                 self._refill()
             self._tokens -= 1
+
+    async def acquire_many(self, want: int) -> int:
+        """Wait for one token as ``acquire`` does, then take up to ``want - 1`` more that are
+        there now (none while others wait: they are first); returns how many were taken."""
+        await self.acquire()
+        if want <= 1 or self._lock.locked():
+            return 1
+        self._refill()
+        extra = min(want - 1, int(self._tokens))
+        self._tokens -= extra
+        return 1 + extra

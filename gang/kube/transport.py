@@ -18,7 +18,7 @@ import contextlib
 import functools
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -119,6 +119,24 @@ class _Gated:
     def __call__(self, limiter: TokenBucket | None = None) -> Awaitable[Reply]:
         gate = limiter.acquire if limiter is not None else None
         return self.lean.request(self.method, self.path, self.data, self.content_type, gate)
+
+
+#: one binding: namespace, pod name, node, the pod's uid (None: not checked)
+Binding = tuple[str, str, str, str | None]
+
+
+def _binding(namespace: str, name: str, node: str, uid: str | None) -> tuple[str, Obj]:
+    """The path and body of a pod's binding (with its uid, the server refuses a namesake)."""
+    meta: Obj = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding", body
 
 
 def backoff_delay(attempt: int, initial: float = 0.2, cap: float = 10.0) -> float:
@@ -419,24 +437,42 @@ class Kube:
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
         """POST pods/{name}/binding once (no retries: the binder owns that policy)."""
-        meta: Obj = {"name": name, "namespace": namespace}
-        if uid:
-            meta["uid"] = uid
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        await self.request(
-            self._direct(
-                "POST",
-                f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding",
-                body,
-                offload=True,
-            ),
-            retries=0,
-        )
+        path, body = _binding(namespace, name, node, uid)
+        await self.request(self._direct("POST", path, body, offload=True), retries=0)
+
+    async def bind_tokens(self, want: int) -> int:
+        """Wait for the client's rate limit to allow at least one binding; how many of
+        ``want`` it allows now (see ``TokenBucket.acquire_many``)."""
+        if self.limiter is None:
+            return want
+        return await self.limiter.acquire_many(want)
+
+    async def bind_many(
+        self, bindings: Sequence[Binding], answered: Callable[[int, KubeError | None], None]
+    ) -> bool:
+        """POST each binding once, all handed to a post worker together (``PostPool.send_many``):
+        ``answered(index, None)`` for a success, ``answered(index, KubeError)`` as ``bind``
+        would raise it, once per binding. The caller has taken their rate-limit tokens
+        (``bind_tokens``). False (nothing sent): no post workers take batches now; bind them
+        one by one."""
+        pool = self._posters
+        if pool is None:
+            return False
+        requests = []
+        for namespace, name, node, uid in bindings:
+            path, body = _binding(namespace, name, node, uid)
+            requests.append((f"POST {path} application/json".encode("latin-1"), orjson.dumps(body)))
+
+        def outcome(index: int, reply: Reply | LeanError) -> None:
+            if isinstance(reply, LeanError):
+                answered(index, KubeError(0, "ConnectionError", str(reply) or "LeanError"))
+            elif 200 <= reply.status < 300:
+                answered(index, None)
+            else:
+                retry = {"Retry-After": reply.retry_after} if reply.retry_after else None
+                answered(index, error_from(reply.status, reply.body, retry))
+
+        return await pool.send_many(requests, outcome)
 
     async def _get_or_none(self, call: Callable[[], Awaitable[Any]]) -> Obj | None:
         """One GET, unthrottled (a read the binding path waits on); None on 404."""

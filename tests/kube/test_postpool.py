@@ -109,6 +109,98 @@ async def test_every_answer_keeps_its_meaning_through_a_worker() -> None:
             await client.close()
 
 
+async def _bind_many(kube: Kube, names: list[str]) -> dict[str, KubeError | None]:
+    """``Kube.bind_many`` of ``names``, waiting for every outcome (each must come once)."""
+    outcomes: dict[str, KubeError | None] = {}
+    done = asyncio.Event()
+
+    def answered(index: int, err: KubeError | None) -> None:
+        assert names[index] not in outcomes, f"{names[index]} answered twice"
+        outcomes[names[index]] = err
+        if len(outcomes) == len(names):
+            done.set()
+
+    assert await kube.bind_many([("ns", n, "n1", f"uid-{n}") for n in names], answered)
+    await asyncio.wait_for(done.wait(), 15)
+    return outcomes
+
+
+async def test_a_batch_of_bindings_gets_every_answer_as_one_by_one() -> None:
+    """A gang's bindings handed over in one batch: the same request per pod (path, uid), and
+    each answer means what ``Kube.bind`` would raise for it."""
+    answers = {
+        "gone": (404, "NotFound", None),
+        "taken": (409, "Conflict", None),
+        "busy": (429, "TooManyRequests", "7"),
+        "bad": (422, "Invalid", None),
+    }
+    seen: list[tuple[str, str]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        name = request.path.split("/")[-2]
+        body = await request.json()
+        seen.append((name, body["metadata"]["uid"]))
+        if name not in answers:
+            return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+        status, reason, retry = answers[name]
+        body = {"kind": "Status", "reason": reason, "message": f"pod {name}: {reason}"}
+        headers = {"Retry-After": retry} if retry else None
+        return web.json_response(body, status=status, headers=headers)
+
+    async for url in serve(handler):
+        client = await make_api_client_for(url)
+        kube = Kube(client, post_workers=1)
+        try:
+            names = ["fine-0", *answers, "fine-1"]
+            outcomes = await _bind_many(kube, names)
+            assert outcomes["fine-0"] is None and outcomes["fine-1"] is None
+            for name, (status, reason, retry) in answers.items():
+                err = outcomes[name]
+                assert err is not None
+                assert (err.status, err.reason) == (status, reason)
+                assert err.message == f"pod {name}: {reason}"
+                assert err.retry_after == (float(retry) if retry else None)
+            assert sorted(seen) == sorted((n, f"uid-{n}") for n in names)
+            assert _posters(kube).answered == len(names)
+        finally:
+            await kube.close()
+            await client.close()
+
+
+async def test_a_worker_killed_mid_batch_answers_each_binding_as_no_answer() -> None:
+    """Every binding of the batch still in flight becomes one retryable connection error."""
+    stalled, release = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: web.Request) -> web.Response:
+        if "/slow-" in request.path:
+            stalled.set()
+            await asyncio.wait_for(release.wait(), 30)
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async for url in serve(handler):
+        client = await make_api_client_for(url)
+        kube = Kube(client, post_workers=1)
+        try:
+            await kube.start_post_workers()
+            posters = _posters(kube)
+            batch = asyncio.create_task(_bind_many(kube, ["quick", "slow-0", "slow-1"]))
+            await asyncio.wait_for(stalled.wait(), 10)
+            await asyncio.sleep(0.2)  # the quick one's answer is read
+            child = posters._children[0]
+            assert child is not None and child.transport is not None
+            os.kill(child.transport.get_pid(), signal.SIGKILL)
+            outcomes = await batch
+            assert outcomes["quick"] is None
+            for name in ("slow-0", "slow-1"):
+                err = outcomes[name]
+                assert err is not None and err.status == 0 and err.retryable
+                assert "post worker exited" in err.message
+        finally:
+            release.set()
+            await kube.close()
+            await client.close()
+
+
 async def test_a_worker_killed_mid_request_is_no_answer_and_is_replaced() -> None:
     """Its bindings in flight become connection errors (the binder retries them and its 409
     check settles any that landed); the next binding starts a new worker."""
@@ -232,7 +324,9 @@ async def test_the_scheduler_binds_gangs_through_post_workers() -> None:
             return all((g.get("status") or {}).get("phase") == "Scheduled" for g in groups)
 
         await eventually(statuses_written)
-        # the bindings, the Events and the status patches all went out from the workers
+        # the bindings (each gang's as one batch), the Events and the status patches all went
+        # out from the workers
+        assert env.scheduler.binder.batched == 8
         assert posters.answered >= 8 + 2
         assert posters.fallback._open == 0
         registry = make_registry(lambda: env.scheduler, lambda: True)

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gang.sim.cluster import SimCluster
 from gang.sim.faults import Faults
 from gang.sim.latency import ApiLatency
 from tests.scheduler.conftest import Api, eventually, gang_pod, podgroup, running_scheduler
 
 
-async def test_binds_are_retried_through_errors_and_throttling() -> None:
+#: bindings sent by this process, one task per member; and by two post workers, a gang's
+#: members in batches (the binder's batch path hands a failed member to the same retries)
+SENDERS = pytest.mark.parametrize("post_workers", [0, 2], ids=["in-process", "post-workers"])
+
+
+@SENDERS
+async def test_binds_are_retried_through_errors_and_throttling(post_workers: int) -> None:
     faults = Faults(seed=3)
     async with (
         SimCluster("4:gpu=8,zones=2", faults=faults) as cluster,
@@ -20,7 +28,7 @@ async def test_binds_are_retried_through_errors_and_throttling() -> None:
         await api.create_pods([gang_pod(f"solo-{i}", None, gpu=1) for i in range(4)])
         # from now on half of all requests fail, the scheduler's lists and binds included
         faults.error_rate, faults.throttle_rate, faults.latency_jitter = 0.3, 0.2, 0.02
-        async with running_scheduler(cluster) as scheduler:
+        async with running_scheduler(cluster, post_workers=post_workers) as scheduler:
 
             async def all_bound() -> bool:
                 try:
@@ -32,13 +40,15 @@ async def test_binds_are_retried_through_errors_and_throttling() -> None:
             faults.error_rate = faults.throttle_rate = 0.0
             assert faults.counts.server_errors + faults.counts.throttled > 0
             assert scheduler.binder.errors > 0  # some binds did fail and were retried
+            assert (scheduler.binder.batched > 0) == (post_workers > 0)
             await api.assert_not_overcommitted()
             scheduler.cache.check()
 
 
-async def test_bind_concurrency_backs_off_on_a_saturated_server_and_binds_every_gang_whole() -> (
-    None
-):
+@SENDERS
+async def test_bind_concurrency_backs_off_on_a_saturated_server_and_binds_every_gang_whole(
+    post_workers: int,
+) -> None:
     """A server with two workers that refuses writes past six in flight (429, as priority and
     fairness does): 'auto' bind concurrency starts at 32, is halved by the 429s and shrinks
     while round trips stay high, and every gang still binds whole."""
@@ -53,7 +63,7 @@ async def test_bind_concurrency_backs_off_on_a_saturated_server_and_binds_every_
         cluster.latency = ApiLatency(
             workers=2, service_seconds=0.004, network_seconds=0.0, max_inflight=6, seed=1
         )
-        async with running_scheduler(cluster) as scheduler:
+        async with running_scheduler(cluster, post_workers=post_workers) as scheduler:
             assert scheduler.binder.slots.limit == 32  # the default: "auto", from 32
 
             async def all_bound() -> bool:
@@ -66,5 +76,7 @@ async def test_bind_concurrency_backs_off_on_a_saturated_server_and_binds_every_
             bound = await api.bound()
             for g in range(8):
                 assert sum(1 for pod in bound if pod.startswith(f"g{g}-")) == 8
+            assert (scheduler.binder.batched > 0) == (post_workers > 0)
+            assert scheduler.binder.in_flight == 0
             await api.assert_not_overcommitted()
             scheduler.cache.check()

@@ -153,3 +153,42 @@ async def test_lower_priority_writers_wait_until_no_binding_queues() -> None:
     second = await queued
     await asyncio.wait_for(writer, 1)
     limit.release(second, measured=False)
+
+
+async def test_acquire_many_takes_what_is_free_and_waiters_are_served_in_order() -> None:
+    """A gang's batch takes up to what it wants; once slots run out, waiters queue in order
+    and each is handed as many as are free for it when slots come back."""
+    clock = Clock()
+    limit = AdaptiveLimit(8, 8, 8, clock=clock)
+    at, count = await limit.acquire_many(5)
+    assert count == 5 and limit.in_flight == 5
+    _, rest = await limit.acquire_many(10)
+    assert rest == 3 and limit.in_flight == 8
+    big = asyncio.create_task(limit.acquire_many(6))
+    small = asyncio.create_task(limit.acquire())
+    await asyncio.sleep(0)
+    assert not big.done() and not small.done()
+    for _ in range(4):  # answers read in one turn of the loop
+        limit.release(at)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert big.done() and big.result()[1] == 4  # first in line: all four
+    assert not small.done()  # behind it, still waiting
+    limit.release(at)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert small.done() and limit.in_flight == 8
+
+
+async def test_a_cancelled_batch_waiter_gives_back_what_it_was_granted() -> None:
+    limit = AdaptiveLimit(4, 4, 4)
+    granted, _ = await limit.acquire_many(4)
+    waiter = asyncio.create_task(limit.acquire_many(3))
+    await asyncio.sleep(0)
+    for _ in range(3):
+        limit.release(granted)
+    await asyncio.sleep(0)  # handed to the waiter...
+    waiter.cancel()  # ...which is cancelled before it runs
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert limit.in_flight == 1

@@ -165,3 +165,13 @@ def test_invalid_parameters_raise(rate: float, burst: int) -> None:
 def test_nan_rate_is_rejected() -> None:
     with pytest.raises(ValueError):
         TokenBucket(math.nan, 1)
+
+
+async def test_acquire_many_takes_what_is_there_after_one(clock: FakeTime) -> None:
+    """A batch waits for one token like anyone, then takes the rest of what is saved up."""
+    bucket = TokenBucket(rate=10, burst=5, clock=clock)
+    assert await bucket.acquire_many(3) == 3
+    assert await bucket.acquire_many(8) == 2  # the burst's last two
+    assert clock.sleeps == []
+    assert await bucket.acquire_many(8) == 1  # waits for one token, and only one has come
+    assert clock.sleeps == [pytest.approx(0.1)]
