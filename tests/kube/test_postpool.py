@@ -13,6 +13,7 @@ import os
 import signal
 import ssl
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,38 +76,71 @@ async def test_bindings_go_out_from_workers_over_tls_with_a_client_certificate(
     assert seen[0][1]["metadata"]["uid"] == "uid"
 
 
-async def test_every_answer_keeps_its_meaning_through_a_worker() -> None:
-    answers = {
-        "gone": (404, "NotFound", None),
-        "taken": (409, "Conflict", None),
-        "busy": (429, "TooManyRequests", "7"),
-        "bad": (422, "Invalid", None),
-    }
+#: per pod name, the API server's answer to its binding (as recorded: status, reason,
+#: Retry-After); any other name is bound (201)
+ANSWERS = {
+    "gone": (404, "NotFound", None),
+    "taken": (409, "Conflict", None),
+    "busy": (429, "TooManyRequests", "7"),
+    "bad": (422, "Invalid", None),
+}
 
+
+def _answer(name: str) -> web.Response:
+    if name not in ANSWERS:
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+    status, reason, retry = ANSWERS[name]
+    body = {"kind": "Status", "reason": reason, "message": f"pod {name}: {reason}"}
+    headers = {"Retry-After": retry} if retry else None
+    return web.json_response(body, status=status, headers=headers)
+
+
+def _check_answer(name: str, err: KubeError) -> None:
+    """``err`` is what ``ANSWERS`` says the server answered for ``name``."""
+    status, reason, retry = ANSWERS[name]
+    assert (err.status, err.reason) == (status, reason)
+    assert err.message == f"pod {name}: {reason}"
+    assert err.retry_after == (float(retry) if retry else None)
+
+
+async def test_every_answer_keeps_its_meaning_through_a_worker() -> None:
     async def handler(request: web.Request) -> web.Response:
-        name = request.path.split("/")[-2]
-        if name not in answers:
-            return web.json_response({"kind": "Status", "status": "Success"}, status=201)
-        status, reason, retry = answers[name]
-        body = {"kind": "Status", "reason": reason, "message": f"pod {name}: {reason}"}
-        headers = {"Retry-After": retry} if retry else None
-        return web.json_response(body, status=status, headers=headers)
+        return _answer(request.path.split("/")[-2])
 
     async for url in serve(handler):
         client = await make_api_client_for(url)
         kube = Kube(client, post_workers=1)
         try:
             await kube.bind("ns", "fine", "n1")
-            for name, (status, reason, retry) in answers.items():
+            for name in ANSWERS:
                 with pytest.raises(KubeError) as caught:
                     await kube.bind("ns", name, "n1")
-                err = caught.value
-                assert (err.status, err.reason) == (status, reason)
-                assert err.message == f"pod {name}: {reason}"
-                assert err.retry_after == (float(retry) if retry else None)
+                _check_answer(name, caught.value)
         finally:
             await kube.close()
             await client.close()
+
+
+def _stalling(
+    marker: str,
+) -> tuple[Callable[[web.Request], Awaitable[web.Response]], asyncio.Event, asyncio.Event]:
+    """A server binding every pod at once but those whose path holds ``marker``: their
+    requests are held (``stalled`` is set) until ``release`` is."""
+    stalled, release = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: web.Request) -> web.Response:
+        if marker in request.path:
+            stalled.set()
+            await asyncio.wait_for(release.wait(), 30)
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    return handler, stalled, release
+
+
+def _kill_worker(posters: PostPool) -> None:
+    child = posters._children[0]
+    assert child is not None and child.transport is not None
+    os.kill(child.transport.get_pid(), signal.SIGKILL)
 
 
 async def _bind_many(kube: Kube, names: list[str]) -> dict[str, KubeError | None]:
@@ -128,38 +162,24 @@ async def _bind_many(kube: Kube, names: list[str]) -> dict[str, KubeError | None
 async def test_a_batch_of_bindings_gets_every_answer_as_one_by_one() -> None:
     """A gang's bindings handed over in one batch: the same request per pod (path, uid), and
     each answer means what ``Kube.bind`` would raise for it."""
-    answers = {
-        "gone": (404, "NotFound", None),
-        "taken": (409, "Conflict", None),
-        "busy": (429, "TooManyRequests", "7"),
-        "bad": (422, "Invalid", None),
-    }
     seen: list[tuple[str, str]] = []
 
     async def handler(request: web.Request) -> web.Response:
         name = request.path.split("/")[-2]
-        body = await request.json()
-        seen.append((name, body["metadata"]["uid"]))
-        if name not in answers:
-            return web.json_response({"kind": "Status", "status": "Success"}, status=201)
-        status, reason, retry = answers[name]
-        body = {"kind": "Status", "reason": reason, "message": f"pod {name}: {reason}"}
-        headers = {"Retry-After": retry} if retry else None
-        return web.json_response(body, status=status, headers=headers)
+        seen.append((name, (await request.json())["metadata"]["uid"]))
+        return _answer(name)
 
     async for url in serve(handler):
         client = await make_api_client_for(url)
         kube = Kube(client, post_workers=1)
         try:
-            names = ["fine-0", *answers, "fine-1"]
+            names = ["fine-0", *ANSWERS, "fine-1"]
             outcomes = await _bind_many(kube, names)
             assert outcomes["fine-0"] is None and outcomes["fine-1"] is None
-            for name, (status, reason, retry) in answers.items():
+            for name in ANSWERS:
                 err = outcomes[name]
                 assert err is not None
-                assert (err.status, err.reason) == (status, reason)
-                assert err.message == f"pod {name}: {reason}"
-                assert err.retry_after == (float(retry) if retry else None)
+                _check_answer(name, err)
             assert sorted(seen) == sorted((n, f"uid-{n}") for n in names)
             assert _posters(kube).answered == len(names)
         finally:
@@ -169,14 +189,7 @@ async def test_a_batch_of_bindings_gets_every_answer_as_one_by_one() -> None:
 
 async def test_a_worker_killed_mid_batch_answers_each_binding_as_no_answer() -> None:
     """Every binding of the batch still in flight becomes one retryable connection error."""
-    stalled, release = asyncio.Event(), asyncio.Event()
-
-    async def handler(request: web.Request) -> web.Response:
-        if "/slow-" in request.path:
-            stalled.set()
-            await asyncio.wait_for(release.wait(), 30)
-        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
-
+    handler, stalled, release = _stalling("/slow-")
     async for url in serve(handler):
         client = await make_api_client_for(url)
         kube = Kube(client, post_workers=1)
@@ -186,9 +199,7 @@ async def test_a_worker_killed_mid_batch_answers_each_binding_as_no_answer() -> 
             batch = asyncio.create_task(_bind_many(kube, ["quick", "slow-0", "slow-1"]))
             await asyncio.wait_for(stalled.wait(), 10)
             await asyncio.sleep(0.2)  # the quick one's answer is read
-            child = posters._children[0]
-            assert child is not None and child.transport is not None
-            os.kill(child.transport.get_pid(), signal.SIGKILL)
+            _kill_worker(posters)
             outcomes = await batch
             assert outcomes["quick"] is None
             for name in ("slow-0", "slow-1"):
@@ -204,14 +215,7 @@ async def test_a_worker_killed_mid_batch_answers_each_binding_as_no_answer() -> 
 async def test_a_worker_killed_mid_request_is_no_answer_and_is_replaced() -> None:
     """Its bindings in flight become connection errors (the binder retries them and its 409
     check settles any that landed); the next binding starts a new worker."""
-    stalled, release = asyncio.Event(), asyncio.Event()
-
-    async def handler(request: web.Request) -> web.Response:
-        if request.path.endswith("/slow/binding"):
-            stalled.set()
-            await asyncio.wait_for(release.wait(), 30)
-        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
-
+    handler, stalled, release = _stalling("/slow/binding")
     async for url in serve(handler):
         client = await make_api_client_for(url)
         kube = Kube(client, post_workers=1)
@@ -220,9 +224,7 @@ async def test_a_worker_killed_mid_request_is_no_answer_and_is_replaced() -> Non
             posters = _posters(kube)
             slow = asyncio.create_task(kube.bind("ns", "slow", "n1"))
             await asyncio.wait_for(stalled.wait(), 10)
-            child = posters._children[0]
-            assert child is not None and child.transport is not None
-            os.kill(child.transport.get_pid(), signal.SIGKILL)
+            _kill_worker(posters)
             with pytest.raises(KubeError) as caught:
                 await asyncio.wait_for(slow, 10)
             assert caught.value.status == 0 and caught.value.retryable
