@@ -8,11 +8,16 @@ the one core the workers are there to spare. A frame is a fixed header then raw 
 - ``C`` config: JSON with the connection settings and the auth headers (sent first, and again
   whenever the headers change: a refreshed bearer token).
 - ``A`` answer: id, HTTP status (0: no answer — the message says why), Retry-After, body.
+
+Both ends write through a ``FrameWriter``: every pipe write is a system call and wakes the
+reader, so under load one write carries many frames.
 """
 
 from __future__ import annotations
 
+import asyncio
 import struct
+from collections.abc import Callable, Iterable
 
 REQUEST = b"R"
 CONFIG = b"C"
@@ -49,3 +54,47 @@ def frames(buffer: bytearray) -> list[tuple[bytes, int, bytes, bytes]]:
         offset = end
     del buffer[:offset]
     return found
+
+
+#: the least time between two writes to one pipe (a few frames' worth of bindings)
+FLUSH_INTERVAL = 0.001
+
+
+class FrameWriter:
+    """Frames bound for one pipe, written together: at the end of this turn of the event
+    loop, or, within ``interval`` of the last write, once that has passed. A lone frame goes
+    out at once; a stream of them goes out a few at a time.
+
+    Invariant: ``pending`` is non-empty exactly while a write of it is scheduled."""
+
+    def __init__(self, write: Callable[[bytes], None], interval: float = FLUSH_INTERVAL) -> None:
+        self._write = write
+        self.interval = interval
+        self.pending: list[bytes] = []
+        self._written_at = float("-inf")
+
+    def add(self, data: bytes) -> None:
+        if not self.pending:
+            self._schedule()
+        self.pending.append(data)
+
+    def extend(self, data: Iterable[bytes]) -> None:
+        if not self.pending:
+            self._schedule()
+        self.pending.extend(data)
+
+    def flush(self) -> None:
+        """Write what is pending now (a scheduled write that finds nothing does nothing)."""
+        if not self.pending:
+            return
+        self._written_at = asyncio.get_running_loop().time()
+        data, self.pending = b"".join(self.pending), []
+        self._write(data)
+
+    def _schedule(self) -> None:
+        loop = asyncio.get_running_loop()
+        wait = self._written_at + self.interval - loop.time()
+        if wait > 0:
+            loop.call_later(wait, self.flush)
+        else:
+            loop.call_soon(self.flush)

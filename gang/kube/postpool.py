@@ -40,7 +40,7 @@ from typing import Any, cast
 import orjson
 
 from gang.kube.leanhttp import AUTH_TTL, HeaderSource, LeanError, LeanHTTP, Reply
-from gang.kube.postframes import ANSWER, CONFIG, REQUEST, frame, frames
+from gang.kube.postframes import ANSWER, CONFIG, REQUEST, FrameWriter, frame, frames
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 QUICK_EXIT_SECONDS = 2.0
 #: quick exits in a row after which the pool stops starting workers and sends in process
 MAX_QUICK_EXITS = 3
-#: the least time between two writes to a worker's stdin (a few frames' worth of bindings)
-FLUSH_INTERVAL = 0.001
 #: how much longer than the worker's own request timeout the pool waits for an answer
 ANSWER_GRACE = 5.0
 
@@ -83,10 +81,8 @@ class _Child(asyncio.SubprocessProtocol):
         #: per request in flight: what takes its outcome, and its own timer (None: its batch's)
         self.pending: dict[int, tuple[Resolve, asyncio.TimerHandle | None]] = {}
         self.buffer = bytearray()
-        self.outgoing: list[bytes] = []
+        self.outgoing = FrameWriter(self._write)
         self.started = time.monotonic()
-        #: when ``outgoing`` was last written (see ``_flush_soon``)
-        self.flushed_at = float("-inf")
         self.exited = asyncio.Event()
         self.alive = True
 
@@ -129,9 +125,7 @@ class _Child(asyncio.SubprocessProtocol):
         future: asyncio.Future[Reply] = self.loop.create_future()
         timer = self.loop.call_later(self.timeout, self._timed_out, (ident,))
         self.pending[ident] = (functools.partial(_settle_future, future), timer)
-        if not self.outgoing:
-            self._flush_soon()
-        self.outgoing.append(frame(REQUEST, ident, head, body))
+        self.outgoing.add(frame(REQUEST, ident, head, body))
         return future
 
     def send_many(self, first: int, requests: list[tuple[bytes, bytes]], resolve: Batch) -> None:
@@ -142,32 +136,15 @@ class _Child(asyncio.SubprocessProtocol):
         pending = self.pending
         for index, ident in enumerate(idents):
             pending[ident] = (functools.partial(resolve, index), None)
-        if not self.outgoing:
-            self._flush_soon()
         self.outgoing.extend(
             frame(REQUEST, ident, head, body)
             for ident, (head, body) in zip(idents, requests, strict=True)
         )
 
     def configure(self, settings: dict[str, Any]) -> None:
-        if not self.outgoing:
-            self._flush_soon()
-        self.outgoing.append(frame(CONFIG, 0, b"", orjson.dumps(settings)))
+        self.outgoing.add(frame(CONFIG, 0, b"", orjson.dumps(settings)))
 
-    def _flush_soon(self) -> None:
-        """Write at the end of this turn of the loop, or, within ``FLUSH_INTERVAL`` of the last
-        write, once that has passed: under load each write carries many frames (a pipe write
-        wakes the worker, and costs the scheduler's core a system call), while a lone binding
-        still goes at once."""
-        wait = self.flushed_at + FLUSH_INTERVAL - self.loop.time()
-        if wait > 0:
-            self.loop.call_later(wait, self.flush)
-        else:
-            self.loop.call_soon(self.flush)
-
-    def flush(self) -> None:
-        self.flushed_at = self.loop.time()
-        data, self.outgoing = b"".join(self.outgoing), []
+    def _write(self, data: bytes) -> None:
         if self.stdin is None or self.stdin.is_closing():
             self._fail_all(LeanError("post worker's stdin is closed"))
             return
@@ -176,8 +153,7 @@ class _Child(asyncio.SubprocessProtocol):
     def close(self) -> None:
         """No more requests: the worker answers those in flight, then exits."""
         self.alive = False
-        if self.outgoing:
-            self.flush()
+        self.outgoing.flush()
         if self.stdin is not None:
             self.stdin.close()
 

@@ -4,7 +4,7 @@ Why a process of its own: see ``gang.kube.postpool``. This side owns nothing but
 keep-alive pool to the API server (``gang.kube.leanhttp``, the same code the scheduler uses in
 process): it reads request frames from stdin, sends each at once — how many are in flight is
 bounded by the scheduler's binding slots, so nothing bounds it again here — and writes each
-answer frame to stdout as it comes, the answers of one event-loop turn in one write.
+answer frame to stdout as it comes, several answers in one write (``FrameWriter``).
 
 It exits when stdin closes (the scheduler stopped, or died: no worker outlives it), once the
 requests in flight are answered.
@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from gang.kube.leanhttp import LeanError, LeanHTTP, ssl_context_of
-from gang.kube.postframes import ANSWER, CONFIG, REQUEST, frame, frames
+from gang.kube.postframes import ANSWER, CONFIG, REQUEST, FrameWriter, frame, frames
 
 log = logging.getLogger("gang.kube.postworker")
 
@@ -63,7 +63,7 @@ class Worker(asyncio.Protocol):
         self.headers: dict[str, str] = {}
         self.buffer = bytearray()
         self.tasks: set[asyncio.Task[None]] = set()
-        self.answers: list[bytes] = []
+        self.answers = FrameWriter(self._write)
         self.finished = asyncio.Event()
         self.stdin_open = True
 
@@ -105,12 +105,9 @@ class Worker(asyncio.Protocol):
         self._answer(frame(ANSWER, ident, status, reply.body))
 
     def _answer(self, answer: bytes) -> None:
-        if not self.answers:
-            asyncio.get_running_loop().call_soon(self._flush)
-        self.answers.append(answer)
+        self.answers.add(answer)
 
-    def _flush(self) -> None:
-        data, self.answers = b"".join(self.answers), []
+    def _write(self, data: bytes) -> None:
         if not self.out.is_closing():
             self.out.write(data)
 
@@ -135,7 +132,7 @@ async def serve() -> None:
     worker = Worker(out)
     await loop.connect_read_pipe(lambda: worker, sys.stdin.buffer)
     await worker.finished.wait()
-    worker._flush()
+    worker.answers.flush()
     if worker.lean is not None:
         await worker.lean.close()
     out.close()
