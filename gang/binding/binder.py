@@ -4,6 +4,9 @@ Once Permit has allowed a gang, binding it is a promise: every member gets bound
 of one member never releases the others (a binding cannot be undone, so all-or-nothing was
 decided before the first POST). Each member is bound by its own task under a global
 concurrency bound and the client's QPS limit, and retried with backoff on transient errors.
+Where post workers send and nothing but the DefaultBinder's POST binds a member, a gang's first
+POSTs go as batches instead (``_bind_batch``: no task per member on the scheduler's core), and a
+member whose first answer is not a success continues in its own task exactly as above.
 
 A member whose binding succeeded stays in ``gang.binding`` (and ``gang.bound_unseen``) until
 the informer shows it bound: until then the cache holds it as assumed, and nothing may release,
