@@ -133,6 +133,16 @@ class AdaptiveLimit:
         self.in_flight -= 1
         if measured:
             self._sample(self.clock() - granted, throttled)
+        self._freed()
+
+    def give_back(self, count: int) -> None:
+        """``count`` slots taken but not used for a request (a batch that found fewer members
+        or tokens than slots): freed, and nothing learnt of the server."""
+        if count:
+            self.in_flight -= count
+            self._freed()
+
+    def _freed(self) -> None:
         if not self._waiters:
             self._hand_over()
         elif not self._handing_over:  # the answers read in this turn are handed over together,

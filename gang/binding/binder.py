@@ -248,32 +248,27 @@ class Binder:
                 try:
                     tokens = await self.kube.bind_tokens(slots)
                 except BaseException:
-                    for _ in range(slots):
-                        self.slots.release(granted, measured=False)
+                    self.slots.give_back(slots)
                     raise
-                for _ in range(slots - tokens):
-                    self.slots.release(granted, measured=False)
                 chunk, sent = todo[sent : sent + tokens], sent + tokens
-                live = []
+                live = [(key, node) for key, node in chunk if gang.reserved.get(key) == node]
                 for key, node in chunk:
-                    if gang.reserved.get(key) == node:
-                        live.append((key, node))
-                    else:  # released or re-planned while it waited for a slot
-                        self.slots.release(granted, measured=False)
+                    if gang.reserved.get(key) != node:  # released or re-planned meanwhile
                         self._end(gang, key)
                         over()
+                self.slots.give_back(slots - len(live))
                 if not live:
                     continue
                 try:
                     batched = await self._send_batch(gang, live, granted, over)
                 except BaseException:  # nothing was sent (the workers could not be reached)
+                    self.slots.give_back(len(live))
                     for key, _ in live:
-                        self.slots.release(granted, measured=False)
                         self._end(gang, key)
                     raise
                 if not batched:
+                    self.slots.give_back(len(live))
                     for key, node in live:  # the workers went: one by one, in this process
-                        self.slots.release(granted, measured=False)
                         self._spawn(self._bind(gang, key, node), f"bind {key[0]}/{key[1]}")
                         over()
         finally:

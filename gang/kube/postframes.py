@@ -65,7 +65,8 @@ class FrameWriter:
     loop, or, within ``interval`` of the last write, once that has passed. A lone frame goes
     out at once; a stream of them goes out a few at a time.
 
-    Invariant: ``pending`` is non-empty exactly while a write of it is scheduled."""
+    Invariant: while ``pending`` is non-empty, a write of it is scheduled (one scheduled after
+    an early ``flush`` finds nothing, and does nothing)."""
 
     def __init__(self, write: Callable[[bytes], None], interval: float = FLUSH_INTERVAL) -> None:
         self._write = write

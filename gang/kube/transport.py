@@ -121,6 +121,16 @@ class _Gated:
         return self.lean.request(self.method, self.path, self.data, self.content_type, gate)
 
 
+def _no_answer(err: BaseException) -> KubeError:
+    """No answer at all (a connection that failed, a worker that went): status 0, retryable."""
+    return KubeError(0, "ConnectionError", str(err) or type(err).__name__)
+
+
+def _reply_headers(reply: Reply) -> Mapping[str, str] | None:
+    """The one header of a lean reply an error needs: ``Retry-After``."""
+    return {"Retry-After": reply.retry_after} if reply.retry_after else None
+
+
 #: one binding: namespace, pod name, node, the pod's uid (None: not checked)
 Binding = tuple[str, str, str, str | None]
 
@@ -200,8 +210,7 @@ class Kube:
         try:
             resp = await answer
             if isinstance(resp, Reply):
-                status, body = resp.status, resp.body
-                headers = {"Retry-After": resp.retry_after} if resp.retry_after else None
+                status, body, headers = resp.status, resp.body, _reply_headers(resp)
             else:
                 try:
                     body = await resp.read()
@@ -209,7 +218,7 @@ class Kube:
                     resp.release()
                 status, headers = resp.status, resp.headers
         except (aiohttp.ClientError, TimeoutError, OSError, LeanError) as err:
-            raise KubeError(0, "ConnectionError", str(err) or type(err).__name__) from err
+            raise _no_answer(err) from err
         if not 200 <= status < 300:
             raise error_from(status, body, headers)
         return Answer(status, body)
@@ -315,7 +324,7 @@ class Kube:
         try:
             resp = await call()
         except (aiohttp.ClientError, TimeoutError, OSError) as err:
-            raise KubeError(0, "ConnectionError", str(err) or type(err).__name__) from err
+            raise _no_answer(err) from err
         try:
             if resp.status != 200:
                 raise error_from(resp.status, await resp.read(), resp.headers)
@@ -465,12 +474,11 @@ class Kube:
 
         def outcome(index: int, reply: Reply | LeanError) -> None:
             if isinstance(reply, LeanError):
-                answered(index, KubeError(0, "ConnectionError", str(reply) or "LeanError"))
+                answered(index, _no_answer(reply))
             elif 200 <= reply.status < 300:
                 answered(index, None)
             else:
-                retry = {"Retry-After": reply.retry_after} if reply.retry_after else None
-                answered(index, error_from(reply.status, reply.body, retry))
+                answered(index, error_from(reply.status, reply.body, _reply_headers(reply)))
 
         return await pool.send_many(requests, outcome)
 

@@ -192,3 +192,16 @@ async def test_a_cancelled_batch_waiter_gives_back_what_it_was_granted() -> None
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert limit.in_flight == 1
+
+
+async def test_slots_given_back_unused_free_them_and_teach_nothing() -> None:
+    clock = Clock()
+    limit = AdaptiveLimit(4, 4, 4, clock=clock)
+    _, count = await limit.acquire_many(4)
+    waiter = asyncio.create_task(limit.acquire_many(3))
+    await asyncio.sleep(0)
+    limit.give_back(count - 1)  # a batch that found one member to send
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert waiter.done() and waiter.result()[1] == 3 and limit.in_flight == 4
+    assert limit._samples == 0  # no round trip was measured
