@@ -20,13 +20,16 @@ GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
 
 
 @asynccontextmanager
-async def running_scheduler(cluster: SimCluster, **config: Any) -> AsyncIterator[GangScheduler]:
-    """Start the real scheduler against ``cluster`` (kubeconfig, HTTP) and stop it after."""
+async def running_scheduler(
+    cluster: SimCluster, ready_within: float = 10.0, **config: Any
+) -> AsyncIterator[GangScheduler]:
+    """Start the real scheduler against ``cluster`` (kubeconfig, HTTP) and stop it after;
+    it must have synced every informer within ``ready_within`` seconds."""
     api_client = await make_api_client(str(cluster.kubeconfig_path))
     scheduler = GangScheduler(api_client, SchedulerConfig(**config), instance="test")
     task = asyncio.create_task(scheduler.run())
     try:
-        await asyncio.wait_for(scheduler.ready.wait(), 10)
+        await asyncio.wait_for(scheduler.ready.wait(), ready_within)
         yield scheduler
     finally:
         task.cancel()

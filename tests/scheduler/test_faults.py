@@ -27,7 +27,12 @@ async def test_binds_are_retried_through_errors_and_throttling(post_workers: int
         await api.create_pods([gang_pod(f"solo-{i}", None, gpu=1) for i in range(4)])
         # from now on half of all requests fail, the scheduler's lists and binds included
         faults.error_rate, faults.throttle_rate, faults.latency_jitter = 0.3, 0.2, 0.02
-        async with running_scheduler(cluster, post_workers=post_workers) as scheduler:
+        # half of ~20 informers' lists failing, each retried after a capped backoff (429s
+        # after Retry-After): their first sync took 3.5-8.3 s in six tries here, too near the
+        # usual 10 s (a clean-clone CI run missed it once)
+        async with running_scheduler(
+            cluster, ready_within=30, post_workers=post_workers
+        ) as scheduler:
 
             async def all_bound() -> bool:
                 try:
