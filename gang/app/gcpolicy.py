@@ -36,8 +36,20 @@ def collect_rarely() -> None:
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_EVERY, OLD_EVERY)
 
 
+#: objects the last ``freeze_listed`` moved out of the collector's passes (counted once there:
+#: ``gc.get_freeze_count`` walks the whole permanent generation, too slow for every scrape)
+_frozen = 0
+
+
 def freeze_listed() -> None:
     """After the first complete lists: collect once, then exclude what survived from every
     later collection."""
+    global _frozen
     gc.collect()
     gc.freeze()
+    _frozen = gc.get_freeze_count()
+
+
+def frozen_objects() -> int:
+    """What ``freeze_listed`` froze (0 where it did not run)."""
+    return _frozen

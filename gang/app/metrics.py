@@ -9,7 +9,6 @@ counter reset.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry
@@ -21,6 +20,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from gang.app import gcpolicy
 from gang.app.scheduler import GangScheduler
 
 
@@ -181,7 +181,7 @@ class SchedulerCollector(Collector):
             "gang_gc_frozen_objects",
             "Objects moved out of the garbage collector's passes once the informers synced "
             "(0 where the process does not tune its collector: see gang.app.gcpolicy)",
-            value=gc.get_freeze_count(),
+            value=gcpolicy.frozen_objects(),
         )
         yield from informer_metrics(scheduler)
         yield from queue_metrics(scheduler)
