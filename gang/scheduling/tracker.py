@@ -43,7 +43,7 @@ from gang.state.cache import ClusterCache
 from gang.state.dra import DRA_KINDS
 from gang.state.hypernodes import HyperNode, parse_hypernode
 from gang.state.nodefacts import NodeFacts
-from gang.state.podinfo import PodInfo, PodParseError, parse_pod
+from gang.state.podinfo import PodInfo, PodParseError, bound_copy, parse_pod
 from gang.state.topologybook import TopologyBook
 
 log = logging.getLogger(__name__)
@@ -180,9 +180,7 @@ class ClusterState:
         except ValueError:
             return None
         phase = (raw.get("status") or {}).get("phase") or old.phase
-        return replace(
-            old, node_name=node, resource_version=version, phase=phase, unschedulable_message=None
-        )
+        return bound_copy(old, node, version, phase)
 
     def _upsert_pod(self, raw: Obj) -> None:
         info = self._binding_confirmed(raw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 import copy
+import dataclasses
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +26,7 @@ from gang.state.podinfo import (
     PodInfo,
     PodParseError,
     Toleration,
+    bound_copy,
     parse_pod,
     pod_requests,
 )
@@ -981,3 +983,27 @@ def test_property_sidecars_match_a_simulated_startup(
     requests = parse_pod(raw).requests
     assert all(amount >= 0 for amount in requests.values())
     assert requests.get("cpu", 0) == expected
+
+
+def test_the_bound_copy_of_a_pending_pod_is_the_recorded_bound_pod_parsed() -> None:
+    """The confirmation of a binding reuses the pending pod's PodInfo (``bound_copy``) instead
+    of parsing the pod again: it must be what parsing the bound pod gives, field for field."""
+    raw = orjson.loads(POD_BOUND.read_bytes())
+    pending = copy.deepcopy(raw)
+    del pending["spec"]["nodeName"]
+    pending["metadata"]["resourceVersion"] = "38001"
+    pending["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3"}
+    ]
+    before = parse_pod(pending)
+    assert not before.assigned and before.unschedulable_message == "0/3"
+    after = bound_copy(before, "bench-node-00029", 38876, "Pending")
+    assert after == parse_pod(raw)
+    assert after == dataclasses.replace(
+        before,
+        node_name="bench-node-00029",
+        resource_version=38876,
+        phase="Pending",
+        unschedulable_message=None,
+    )
+    assert before.node_name == ""  # the pending one is left as it was
