@@ -205,3 +205,24 @@ async def test_slots_given_back_unused_free_them_and_teach_nothing() -> None:
     await asyncio.sleep(0)
     assert waiter.done() and waiter.result()[1] == 3 and limit.in_flight == 4
     assert limit._samples == 0  # no round trip was measured
+
+
+def test_auto_shrinks_below_where_it_started_only_on_429s() -> None:
+    """Round trips alone stop at 32 (a real kube-apiserver's round trips grow with depth while
+    its throughput still grows); a 429 takes it lower, and round trips then hold it there
+    rather than push it further down."""
+    clock = Clock()
+    auto = bind_limit("auto", 512)
+    auto.clock = clock
+    full_round(auto, clock, 0.01)  # the best round
+    for _ in range(10):
+        full_round(auto, clock, 0.5)  # 50x the best, round after round
+    assert auto.limit == 32  # (it grew to 40 on the first round, and came back to 32)
+    full_round(auto, clock, 0.5, throttled=True)
+    assert auto.limit == 16
+    for _ in range(5):
+        full_round(auto, clock, 0.5)
+    assert auto.limit == 16
+    for _ in range(5):  # round trips back to the best: it grows again
+        full_round(auto, clock, 0.01)
+    assert auto.limit > 32
