@@ -46,7 +46,8 @@ def table(results: list[BenchResult]) -> str:
             )
             lines.append(
                 f"  ceiling: {r.ceiling_pods_per_second:.0f} pods/s (the same pods bound with no "
-                f"decisions, in flight: {levels}); gang: {r.percent_of_ceiling:.0f}% of it"
+                f"decisions, in flight: {levels}; watched as gang's run: "
+                f"{r.ceiling_observed} bindings seen); gang: {r.percent_of_ceiling:.0f}% of it"
                 + (f"; API latency model: {r.api_latency}" if r.api_latency else "")
             )
             if r.ceiling_cpu_us_per_pod:

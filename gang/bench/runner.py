@@ -111,6 +111,10 @@ class BenchResult:
     #: the ceiling binder's CPU microseconds per binding (gang's own: its binding CPU per pod)
     ceiling_cpu_us_per_pod: float = 0.0
     ceiling_concurrency: int = 0
+    #: the ceiling's bindings the driver's pod watch saw: it watches the ceiling's run as it
+    #: watches gang's, so both pay the server the same observer (a watcher's share of a
+    #: 2-core server is large: one more pod watcher cost the ceiling binder a quarter there)
+    ceiling_observed: int = 0
     ceiling_segments: list[dict[str, float]] = field(default_factory=list)
     #: the simulator's API latency model ("" against a real cluster)
     api_latency: str = ""
@@ -488,16 +492,45 @@ class Driver:
             result.startup_cpu_seconds = self._cpu_at_first_bind - cpu_start
         await self._summarize(core, result, nodes)
         if self.config.ceiling_levels:
-            await self._ceiling(kubeconfig, result)
+            await self._ceiling(core, kubeconfig, result)
         return result
 
-    async def _ceiling(self, kubeconfig: str, result: BenchResult) -> None:
+    async def _ceiling(self, core: Any, kubeconfig: str, result: BenchResult) -> None:
         """The same pods again, bound by a binder that knows the answer (gang's scheduler is
-        stopped by now): every pod of the run is deleted, created again, and bound."""
+        stopped by now): every pod of the run is deleted, created again, and bound — watched
+        by the driver as gang's run was, so the server carries the same observer in both."""
         self._say("ceiling: the same pods, bound with no decisions")
         assert self.cluster is not None
         await self.cluster.delete_pods(NAMESPACE)
         await self._create(self.gangs, with_groups=False)
+        rv = (
+            await (
+                await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
+            ).json()
+        )["metadata"]["resourceVersion"]
+        observed: set[str] = set()
+
+        def on_event(kind: str, obj: Obj) -> None:
+            if kind in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
+                observed.add(obj["metadata"]["name"])
+
+        observer = asyncio.create_task(watch_pods(core, NAMESPACE, rv, on_event))
+        try:
+            await self._bind_ceiling(kubeconfig, result)
+            loop = asyncio.get_running_loop()
+            until = loop.time() + 10
+            while len(observed) < sum(s["pods"] for s in result.ceiling_segments):
+                if loop.time() > until:
+                    break
+                await asyncio.sleep(0.1)  # the last bindings' events are on their way
+        finally:
+            observer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await observer
+        result.ceiling_observed = len(observed)
+
+    async def _bind_ceiling(self, kubeconfig: str, result: BenchResult) -> None:
+        """Run the answer-knowing binder (``gang.bench.ceiling``) and keep what it reports."""
         args = ["--kubeconfig", kubeconfig, "--namespace", NAMESPACE]
         args += ["--levels", ",".join(map(str, self.config.ceiling_levels))]
         for key, value in (self.node_selector or {}).items():

@@ -105,6 +105,8 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     # the ceiling: the same 60 pods bound again by a binder that knows the answer
     assert [seg["concurrency"] for seg in result.ceiling_segments] == [64, 128, 256]
     assert sum(seg["pods"] for seg in result.ceiling_segments) == 60
+    # watched by the driver as gang's run was: the server carries the same observer in both
+    assert result.ceiling_observed == 60
     assert result.ceiling_pods_per_second == max(
         seg["pods_per_second"] for seg in result.ceiling_segments
     )
