@@ -13,9 +13,9 @@ compared with the best recent round (the server's no-queue latency plus our own)
   it below ``latency_floor`` (for "auto": where it starts, 32). A real kube-apiserver answers
   more bindings together as more are in flight, so its round trips grow with depth while
   its throughput still grows (measured on 2 and on 16 cores): without the floor, a 2-core
-  server's busy round trips drove the limit down to 4-7 in flight in some runs, which bound
-  574-1,052 pods/s where runs that kept 48 or more bound 1,257-1,426. A server that is
-  really overloaded says so with 429s (priority and fairness), and those still go lower;
+  server's busy round trips drove the limit down to 7 in flight in one run, which bound
+  1,052 pods/s where runs that kept 48 or more bound 1,257-1,426. A server that is really
+  overloaded says so with 429s (priority and fairness), and those still go lower;
 - otherwise, if the limit was what held bindings back (the round's peak in flight reached it),
   it grows by 25 % per round — fast enough to go from 32 to 256 in about ten rounds;
 - while fewer bindings are wanted than the limit allows, it stays where it is (nothing was
