@@ -9,11 +9,12 @@ keeps binding when a worker dies or cannot run at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import ssl
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -103,29 +104,36 @@ def _check_answer(name: str, err: KubeError) -> None:
     assert err.retry_after == (float(retry) if retry else None)
 
 
+@contextlib.asynccontextmanager
+async def _one_worker_kube(url: str) -> AsyncIterator[Kube]:
+    """A Kube for the server at ``url`` sending through one post worker, closed afterwards."""
+    client = await make_api_client_for(url)
+    kube = Kube(client, post_workers=1)
+    try:
+        yield kube
+    finally:
+        await kube.close()
+        await client.close()
+
+
 async def test_every_answer_keeps_its_meaning_through_a_worker() -> None:
     async def handler(request: web.Request) -> web.Response:
         return _answer(request.path.split("/")[-2])
 
     async for url in serve(handler):
-        client = await make_api_client_for(url)
-        kube = Kube(client, post_workers=1)
-        try:
+        async with _one_worker_kube(url) as kube:
             await kube.bind("ns", "fine", "n1")
             for name in ANSWERS:
                 with pytest.raises(KubeError) as caught:
                     await kube.bind("ns", name, "n1")
                 _check_answer(name, caught.value)
-        finally:
-            await kube.close()
-            await client.close()
 
 
-def _stalling(
-    marker: str,
-) -> tuple[Callable[[web.Request], Awaitable[web.Response]], asyncio.Event, asyncio.Event]:
-    """A server binding every pod at once but those whose path holds ``marker``: their
-    requests are held (``stalled`` is set) until ``release`` is."""
+@contextlib.asynccontextmanager
+async def _stalling_worker(marker: str) -> AsyncIterator[tuple[Kube, PostPool, asyncio.Event]]:
+    """A Kube with its one post worker started, against a server binding every pod at once but
+    those whose path holds ``marker``: their requests are held (the yielded event is set when
+    one arrives) until the block ends."""
     stalled, release = asyncio.Event(), asyncio.Event()
 
     async def handler(request: web.Request) -> web.Response:
@@ -134,7 +142,13 @@ def _stalling(
             await asyncio.wait_for(release.wait(), 30)
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
-    return handler, stalled, release
+    async for url in serve(handler):
+        async with _one_worker_kube(url) as kube:
+            try:
+                await kube.start_post_workers()
+                yield kube, _posters(kube), stalled
+            finally:
+                release.set()  # (before the close: it waits for the workers' answers)
 
 
 def _kill_worker(posters: PostPool) -> None:
@@ -170,9 +184,7 @@ async def test_a_batch_of_bindings_gets_every_answer_as_one_by_one() -> None:
         return _answer(name)
 
     async for url in serve(handler):
-        client = await make_api_client_for(url)
-        kube = Kube(client, post_workers=1)
-        try:
+        async with _one_worker_kube(url) as kube:
             names = ["fine-0", *ANSWERS, "fine-1"]
             outcomes = await _bind_many(kube, names)
             assert outcomes["fine-0"] is None and outcomes["fine-1"] is None
@@ -182,59 +194,36 @@ async def test_a_batch_of_bindings_gets_every_answer_as_one_by_one() -> None:
                 _check_answer(name, err)
             assert sorted(seen) == sorted((n, f"uid-{n}") for n in names)
             assert _posters(kube).answered == len(names)
-        finally:
-            await kube.close()
-            await client.close()
 
 
 async def test_a_worker_killed_mid_batch_answers_each_binding_as_no_answer() -> None:
     """Every binding of the batch still in flight becomes one retryable connection error."""
-    handler, stalled, release = _stalling("/slow-")
-    async for url in serve(handler):
-        client = await make_api_client_for(url)
-        kube = Kube(client, post_workers=1)
-        try:
-            await kube.start_post_workers()
-            posters = _posters(kube)
-            batch = asyncio.create_task(_bind_many(kube, ["quick", "slow-0", "slow-1"]))
-            await asyncio.wait_for(stalled.wait(), 10)
-            await asyncio.sleep(0.2)  # the quick one's answer is read
-            _kill_worker(posters)
-            outcomes = await batch
-            assert outcomes["quick"] is None
-            for name in ("slow-0", "slow-1"):
-                err = outcomes[name]
-                assert err is not None and err.status == 0 and err.retryable
-                assert "post worker exited" in err.message
-        finally:
-            release.set()
-            await kube.close()
-            await client.close()
+    async with _stalling_worker("/slow-") as (kube, posters, stalled):
+        batch = asyncio.create_task(_bind_many(kube, ["quick", "slow-0", "slow-1"]))
+        await asyncio.wait_for(stalled.wait(), 10)
+        await asyncio.sleep(0.2)  # the quick one's answer is read
+        _kill_worker(posters)
+        outcomes = await batch
+        assert outcomes["quick"] is None
+        for name in ("slow-0", "slow-1"):
+            err = outcomes[name]
+            assert err is not None and err.status == 0 and err.retryable
+            assert "post worker exited" in err.message
 
 
 async def test_a_worker_killed_mid_request_is_no_answer_and_is_replaced() -> None:
     """Its bindings in flight become connection errors (the binder retries them and its 409
     check settles any that landed); the next binding starts a new worker."""
-    handler, stalled, release = _stalling("/slow/binding")
-    async for url in serve(handler):
-        client = await make_api_client_for(url)
-        kube = Kube(client, post_workers=1)
-        try:
-            await kube.start_post_workers()
-            posters = _posters(kube)
-            slow = asyncio.create_task(kube.bind("ns", "slow", "n1"))
-            await asyncio.wait_for(stalled.wait(), 10)
-            _kill_worker(posters)
-            with pytest.raises(KubeError) as caught:
-                await asyncio.wait_for(slow, 10)
-            assert caught.value.status == 0 and caught.value.retryable
-            assert "post worker exited" in caught.value.message
-            await kube.bind("ns", "after", "n1")
-            assert posters.started_workers == 2 and not posters.in_process
-        finally:
-            release.set()
-            await kube.close()
-            await client.close()
+    async with _stalling_worker("/slow/binding") as (kube, posters, stalled):
+        slow = asyncio.create_task(kube.bind("ns", "slow", "n1"))
+        await asyncio.wait_for(stalled.wait(), 10)
+        _kill_worker(posters)
+        with pytest.raises(KubeError) as caught:
+            await asyncio.wait_for(slow, 10)
+        assert caught.value.status == 0 and caught.value.retryable
+        assert "post worker exited" in caught.value.message
+        await kube.bind("ns", "after", "n1")
+        assert posters.started_workers == 2 and not posters.in_process
 
 
 async def test_workers_that_cannot_run_leave_the_bindings_to_this_process() -> None:
