@@ -194,7 +194,8 @@ class AdaptiveLimit:
             factor = THROTTLED
         elif mean > self.tolerance * best:
             factor = max(MAX_SHRINK, self.tolerance * best / mean)
-            floor = min(max(floor, self.latency_floor), self.limit)  # never below, nor lower
+            # round trips alone: not below the floor, nor lower still once 429s took it below
+            floor = min(max(floor, self.latency_floor), self.limit)
         elif limited:
             factor = GROWTH
         else:
