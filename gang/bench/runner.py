@@ -509,20 +509,23 @@ class Driver:
             ).json()
         )["metadata"]["resourceVersion"]
         observed: set[str] = set()
+        bound: int | None = None  # the ceiling's bindings, once its binder has reported
+        all_seen = asyncio.Event()
 
         def on_event(kind: str, obj: Obj) -> None:
             if kind in ("ADDED", "MODIFIED") and obj["spec"].get("nodeName"):
                 observed.add(obj["metadata"]["name"])
+                if bound is not None and len(observed) >= bound:
+                    all_seen.set()
 
         observer = asyncio.create_task(watch_pods(core, NAMESPACE, rv, on_event))
         try:
             await self._bind_ceiling(kubeconfig, result)
-            loop = asyncio.get_running_loop()
-            until = loop.time() + 10
-            while len(observed) < sum(s["pods"] for s in result.ceiling_segments):
-                if loop.time() > until:
-                    break
-                await asyncio.sleep(0.1)  # the last bindings' events are on their way
+            bound = total = int(sum(s["pods"] for s in result.ceiling_segments))
+            if len(observed) >= total:
+                all_seen.set()
+            with contextlib.suppress(TimeoutError):  # the last events are on their way
+                await asyncio.wait_for(all_seen.wait(), 10)
         finally:
             observer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
