@@ -145,6 +145,12 @@ async def test_a_throttled_or_broken_watch_resumes_without_a_relist() -> None:
             assert retried.at - refused.at >= RETRY_AFTER - EARLY, (refused, retried)
 
 
+def _checked(cluster: SimCluster) -> set[str]:
+    """What the refused-then-retried pairs so far were for: "binding" or an informer's path."""
+    pairs = follow_ups(list(cluster.audit.requests))
+    return {("binding" if r.path.endswith("/binding") else r.path) for r, _ in pairs}
+
+
 async def test_the_scheduler_waits_out_retry_after_on_lists_watches_and_bindings() -> None:
     faults = Faults(
         seed=5, throttle_rate=0.25, retry_after_seconds=int(RETRY_AFTER), watch_drop_after=1.0
@@ -155,9 +161,16 @@ async def test_the_scheduler_waits_out_retry_after_on_lists_watches_and_bindings
             # enough bindings that some draw a 429 (0.75**25: 1 run in 1,300 would see none)
             members = create_gang(cluster, "job", 24) + create_gang(cluster, "solo", 1)
             await until(lambda: set(members) <= set(bound(cluster)), 30, "all bound")
-            await asyncio.sleep(1.5)  # more watch cuts and reconnects under throttling
+            # Watches are cut every second and a quarter of their re-opens draw a 429, so an
+            # informer's refused-then-retried pair comes within seconds; waiting for one (not a
+            # fixed sleep) keeps the check from hanging on which requests the draws fell on.
+            await until(
+                lambda: bool(_checked(cluster) & set(INFORMER_PATHS)),
+                20,
+                "an informer's request refused with 429 and then retried",
+            )
         pairs = follow_ups(list(cluster.audit.requests))
-        checked = {("binding" if r.path.endswith("/binding") else r.path) for r, _ in pairs}
+        checked = _checked(cluster)
         assert "binding" in checked and checked & set(INFORMER_PATHS), checked
         for refused, retried in pairs:
             assert retried.at - refused.at >= RETRY_AFTER - EARLY, (refused, retried)
