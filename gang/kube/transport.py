@@ -619,6 +619,14 @@ class Kube:
         lease: Obj = answer.json()
         return lease
 
+    async def patch_lease(self, namespace: str, name: str, patch: Obj) -> None:
+        """A JSON merge patch of a Lease over the lean pool (a kubelet-style heartbeat: the
+        answer matters only as a status), not retried here."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases/{quote(name)}"
+        await self.request(
+            self._direct("PATCH", path, patch, MERGE_PATCH), limited=False, retries=0
+        )
+
     async def write_lease(self, namespace: str, lease: Obj, *, create: bool) -> Obj:
         """Create or replace (optimistic concurrency on metadata.resourceVersion) a Lease."""
         from kubernetes_asyncio import client

@@ -77,6 +77,12 @@ class SelectorCatalog:
     ) -> LabelSelector | None:
         """``DefaultSelector``: the merged selectors of the pod's Services and controller;
         None when nothing selects the pod (then no default constraint applies)."""
+        if not self.services.get(namespace) and (
+            controller is None
+            or controller[0] not in CONTROLLER_KINDS
+            or (controller[0], namespace, controller[1]) not in self.controllers
+        ):
+            return None  # nothing there to select it: no label set to remember
         key = (namespace, frozenset(labels.items()), controller)
         try:
             return self._answers[key]

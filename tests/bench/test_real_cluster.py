@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -268,6 +270,33 @@ async def test_nodes_heartbeat_while_the_benchmark_runs(kubeconfig: str) -> None
     try:
         await _heartbeats(BenchCluster(client, renew_every=0.05))
     finally:
+        await client.close()
+
+
+async def test_the_nodes_beats_are_spread_over_the_period_not_sent_at_once(
+    kubeconfig: str,
+) -> None:
+    """Kubelets renew on their own timers; a benchmark renewing every Lease at once would put a
+    burst of writes into whichever measured window it met."""
+    client = await make_api_client(kubeconfig)
+    cluster = BenchCluster(client, renew_every=1.0)
+    try:
+        await cluster.create_nodes("10:gpu=4,prefix=spread")
+        # every Lease renewed since its creation: a first round may have begun with only the
+        # nodes created by then, the next holds them all
+        await asyncio.sleep(2.5)
+        leases = (await cluster.request("GET", LEASE_PATH))["items"]
+        beats = sorted(
+            datetime.strptime(lease["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+            for lease in leases
+            if lease["metadata"]["name"].startswith("gang-bench-spread-")
+        )
+        assert len(beats) == 10
+        # ten beats a tenth of a second apart span most of the period (all at once: ~0)
+        assert beats[-1] - beats[0] >= 0.6, beats
+        assert min(b - a for a, b in itertools.pairwise(beats)) >= 0.03, beats
+    finally:
+        await cluster.cleanup()
         await client.close()
 
 
