@@ -11,8 +11,8 @@ benchmarks do — kubelet-free Node objects — and cleans up after itself:
   ``node.kubernetes.io/not-ready`` taint the admission plugin adds is removed, and a Lease in
   ``kube-node-lease`` is created and renewed every 10 s while the benchmark runs (each node's at
   its own moment, spread over the 10 s as kubelets' are), so the node lifecycle controller keeps
-  the nodes Ready. Their only address is a Hostname: no InternalIP
-  that a metrics scraper could take for a real machine.
+  the nodes Ready. Their only address is a Hostname: no InternalIP that a metrics scraper could
+  take for a real machine.
 - Every benchmark pod gets ``nodeSelector: {gang-bench: "1"}`` (see ``workload.pods``), so no
   benchmark pod can ever land on a real node; a pod that did anyway is counted as a broken
   invariant.
@@ -56,6 +56,9 @@ LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0  # as a kubelet: a quarter of the lease duration
 #: how often the heartbeat wakes to renew the next few Leases (their beats spread over a period)
 HEARTBEAT_TICK = 0.1
+#: a few beats that take longer than this (or a whole period, if longer) are given up till the
+#: next round, so a stuck request holds back no other node's beat
+STUCK_BEAT_SECONDS = 2.0
 MERGE_PATCH = "application/merge-patch+json"
 #: requests in flight while creating or deleting nodes
 CONCURRENCY = 32
@@ -484,7 +487,8 @@ class BenchCluster:
                 await asyncio.sleep(max(0.0, due - loop.time()))
                 with contextlib.suppress(TimeoutError):  # a stuck beat holds back no other
                     await asyncio.wait_for(
-                        self._renew(names[start : start + chunk]), self.renew_every
+                        self._renew(names[start : start + chunk]),
+                        max(self.renew_every, STUCK_BEAT_SECONDS),
                     )
 
     def start_heartbeats(self) -> None:
