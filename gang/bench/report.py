@@ -8,6 +8,7 @@ JavaScript or network access is the most useful artifact to attach to a report.
 from __future__ import annotations
 
 import html
+import statistics
 
 from gang.bench.runner import BenchResult
 
@@ -81,7 +82,31 @@ def table(results: list[BenchResult]) -> str:
                 f"{r.preemption_decision_seconds * 1000:.0f} ms, creation to last binding "
                 f"{r.preemptor_seconds:.2f} s, {r.preempted_pods} workload pods evicted"
             )
+    lines.extend(repeats(results))
     return "\n".join(lines)
+
+
+def repeats(results: list[BenchResult]) -> list[str]:
+    """For a size run more than once with its ceiling (``--sweep 2000,2000,2000``): the median
+    ratio and its range, and the median CPU per bound pod. On a server that shares its cores
+    the ceiling alone moves up to 2x between runs, so one run's ratio says little."""
+    by_size: dict[int, list[BenchResult]] = {}
+    for r in results:
+        if r.percent_of_ceiling is not None:
+            by_size.setdefault(r.nodes, []).append(r)
+    lines = []
+    for nodes, runs in by_size.items():
+        if len(runs) < 2:
+            continue
+        ratios = [r.percent_of_ceiling or 0.0 for r in runs]
+        gang_us = statistics.median(r.binding_cpu_seconds_per_1000_pods * 1000 for r in runs)
+        binder_us = statistics.median(r.ceiling_cpu_us_per_pod for r in runs)
+        lines.append(
+            f"  {nodes} nodes, {len(runs)} runs: gang {statistics.median(ratios):.0f}% of its "
+            f"ceiling (median; lowest {min(ratios):.0f}%, highest {max(ratios):.0f}%); CPU per "
+            f"bound pod, medians: gang {gang_us:.0f} µs, the ceiling's binder {binder_us:.0f} µs"
+        )
+    return lines
 
 
 def _line_chart(points: list[tuple[float, int]], width: int = 640, height: int = 240) -> str:

@@ -23,7 +23,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     bench.add_argument("--arrival", choices=["all", "stream"])
     bench.add_argument("--rate", type=float, help="gangs per second with --arrival stream")
     bench.add_argument("--seed", type=int)
-    bench.add_argument("--sweep", help="comma-separated node counts, e.g. 500,1000,2000,5000")
+    bench.add_argument(
+        "--sweep",
+        help="comma-separated node counts, e.g. 500,1000,2000,5000; a count given more than "
+        "once (2000,2000,2000) is run that many times and summarised (median ratio, its range)",
+    )
     bench.add_argument(
         "--kubeconfig",
         help="benchmark a real cluster instead: creates kubelet-free gang-bench-* Nodes for --nodes "

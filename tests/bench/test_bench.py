@@ -276,3 +276,22 @@ def test_a_scheduler_that_dies_makes_a_loud_short_run() -> None:
     assert "the scheduler exited (code 2) after binding 0 of 8 pods" in result.shortfall
     assert "no_such_module_for_gang" in result.log_tail
     assert "SHORT" in table([result])
+
+
+def _run(nodes: int, pods_per_second: float, ceiling: float, gang_us: float) -> BenchResult:
+    result = BenchResult(nodes=nodes, pods_total=8000, gangs_total=1000, pods_bound=8000)
+    result.pods_per_second, result.ceiling_pods_per_second = pods_per_second, ceiling
+    result.binding_cpu_seconds_per_1000_pods, result.ceiling_cpu_us_per_pod = gang_us / 1000, 110.0
+    return result
+
+
+def test_a_size_run_more_than_once_is_summarised_by_its_median_and_range() -> None:
+    runs = [_run(2000, 900, 1000, 260), _run(2000, 500, 1000, 300), _run(2000, 700, 1000, 280)]
+    runs.append(_run(5000, 400, 1000, 400))  # once: no summary
+    text = table(runs)
+    assert (
+        "2000 nodes, 3 runs: gang 70% of its ceiling (median; lowest 50%, highest 90%); "
+        "CPU per bound pod, medians: gang 280 µs, the ceiling's binder 110 µs"
+    ) in text
+    assert "5000 nodes," not in text
+    assert "runs: gang" not in table(runs[:1])
