@@ -112,8 +112,10 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     )
     assert result.percent_of_ceiling is not None and result.percent_of_ceiling > 0
     assert "ceiling:" in table([result]) and body["ceiling_pods_per_second"] > 0
-    # what a binding costs a binder that decides nothing, beside what it costs gang
-    assert 0 < result.ceiling_cpu_us_per_pod < result.binding_cpu_seconds_per_1000_pods * 1000
+    # what a binding costs a binder that decides nothing, measured beside what it costs gang
+    # (which is cheaper is the benchmark's to report, not a test's: at 60 pods gang's figure is
+    # one or two 10 ms clock ticks of its process)
+    assert result.ceiling_cpu_us_per_pod > 0
     assert "CPU per bound pod: gang" in table([result])
     assert result.worker_cpu_seconds_per_1000_pods > 0  # the workers' CPU is counted apart
     assert "in its post workers" in table([result])
