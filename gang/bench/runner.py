@@ -309,6 +309,15 @@ def scheduler_args(kubeconfig: str, port: int) -> list[str]:
     return ["run", "--kubeconfig", kubeconfig, "--port", str(port), "--log-level", level]
 
 
+async def pods_version(core: Any, namespace: str) -> str:
+    """The resourceVersion a watch of ``namespace``'s pods starts from: now (a one-item list)."""
+    listed = await (
+        await core.list_namespaced_pod(namespace, limit=1, _preload_content=False)
+    ).json()
+    version: str = listed["metadata"]["resourceVersion"]
+    return version
+
+
 async def watch_pods(
     core: Any, namespace: str, rv: str, on_event: Callable[[str, Obj], None]
 ) -> None:
@@ -430,11 +439,7 @@ class Driver:
         loop = asyncio.get_running_loop()
         if self.config.arrival == "all":
             await self._create(self.gangs)
-        rv = (
-            await (
-                await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
-            ).json()
-        )["metadata"]["resourceVersion"]
+        rv = await pods_version(core, NAMESPACE)
         watcher = asyncio.create_task(self._watch(core, rv))
         port = free_port()
         scheduler = await self.children.spawn(
@@ -503,11 +508,7 @@ class Driver:
         assert self.cluster is not None
         await self.cluster.delete_pods(NAMESPACE)
         await self._create(self.gangs, with_groups=False)
-        rv = (
-            await (
-                await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
-            ).json()
-        )["metadata"]["resourceVersion"]
+        rv = await pods_version(core, NAMESPACE)
         observed: set[str] = set()
         bound: int | None = None  # the ceiling's bindings, once its binder has reported
         all_seen = asyncio.Event()
@@ -521,8 +522,8 @@ class Driver:
         observer = asyncio.create_task(watch_pods(core, NAMESPACE, rv, on_event))
         try:
             await self._bind_ceiling(kubeconfig, result)
-            bound = total = int(sum(s["pods"] for s in result.ceiling_segments))
-            if len(observed) >= total:
+            bound = int(sum(s["pods"] for s in result.ceiling_segments))
+            if len(observed) >= bound:
                 all_seen.set()
             with contextlib.suppress(TimeoutError):  # the last events are on their way
                 await asyncio.wait_for(all_seen.wait(), 10)

@@ -39,6 +39,7 @@ from gang.bench.runner import (
     free_port,
     machine,
     metrics_text,
+    pods_version,
     process_log_path,
     scheduler_args,
     scheduler_env,
@@ -206,12 +207,8 @@ class StreamDriver:
             gangs_planned=len(self.gangs),
             machine=machine(),
         )
-        listed = await (
-            await core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
-        ).json()
-        watcher = asyncio.create_task(
-            watch_pods(core, NAMESPACE, listed["metadata"]["resourceVersion"], self._on_event)
-        )
+        rv = await pods_version(core, NAMESPACE)
+        watcher = asyncio.create_task(watch_pods(core, NAMESPACE, rv, self._on_event))
         port = free_port()
         scheduler = await self.children.spawn(
             *scheduler_args(kubeconfig, port), env=scheduler_env(settings)
