@@ -37,7 +37,7 @@ DOCS = ROOT / "docs"
 MARKER = "<!-- runnable -->"
 SHELLS = frozenset({"sh", "bash", "shell"})
 #: the shared cluster: enough for every example (examples/README.md)
-NODES = "6:gpu=8,zones=2"
+NODES = "7:gpu=8,zones=2"
 BLOCK_TIMEOUT = 60.0
 FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")

@@ -1,9 +1,16 @@
 """``kubectl apply -f examples/``, validation on, against ``gang sim serve`` with ``gang run``.
 
-What a new user does first: start the simulator and the scheduler as the README says, apply the
-whole examples directory with the real kubectl (which reads the server's OpenAPI and has it
-validate every object strictly), and watch. Every gang of every fitting example, whatever API
-its operator uses, must be bound whole; the too-big gang binds nothing and holds nothing.
+What a new user does first: start the simulator and the scheduler as examples/README.md says,
+apply every example with the real kubectl (which reads the server's OpenAPI and has it validate
+every object strictly), and watch. Every gang of every fitting example, whatever API its
+operator uses, must be bound whole; the too-big gang binds nothing and holds nothing.
+
+"Everything fits at once" must hold in whatever order the gangs arrive: ``kubectl apply -f
+examples/`` creates the files in name order, but the gangs whose pods come from the simulator's
+Job and StatefulSet controllers complete in whatever order those run. The worst order is the
+MPI job last (its four workers need four nodes with 4 free GPUs each, one per host, while the
+default scoring packs the other gangs together): on 6 nodes it never bound that way, so the
+documented cluster has 7, and this test applies the MPI job after every other gang is bound.
 """
 
 from __future__ import annotations
@@ -17,6 +24,10 @@ from tests.sim.kubectl_server import Served, gang_run, gang_sim_serve
 
 NAMESPACE = "examples"
 PATIENCE = 60.0
+#: the cluster examples/README.md tells users to apply the examples to
+NODES = "7:gpu=8,zones=2"
+#: the example whose gang is the hardest to place once the others are bound
+LAST = "mpi-job.yaml"
 
 
 def pods_by_gang(served: Served) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -43,26 +54,35 @@ def reports_scheduled(served: Served, api_version: str, name: str) -> bool:
 
 def test_kubectl_apply_examples_binds_every_example_gang(tmp_path: Path) -> None:
     expected = {(g.api, g.name): g.size for gangs in FITTING.values() for g in gangs}
+    last = {(g.api, g.name) for g in FITTING[LAST]}
+    first = {key: size for key, size in expected.items() if key not in last}
     _, too_big, too_big_size = TOO_BIG
-    with gang_sim_serve(tmp_path, nodes="6:gpu=8,zones=2") as served:
+    files = sorted(EXAMPLES.glob("*.yaml"))
+    assert EXAMPLES / LAST in files
+    with gang_sim_serve(tmp_path, nodes=NODES) as served:
         log = tmp_path / "gang-run.log"
         with gang_run(served.kubeconfig, log) as scheduler:
             served.kubectl("create", "namespace", NAMESPACE)
-            applied = served.run("apply", "-n", NAMESPACE, "-f", str(EXAMPLES), "-v=6")
-            assert applied.returncode == 0, applied.stderr
-            assert "fieldValidation=Strict" in applied.stderr  # validation was on, server-side
             deadline = time.monotonic() + PATIENCE
-            while True:
-                assert scheduler.poll() is None, log.read_text()
-                gangs = pods_by_gang(served)
-                bound = {
-                    key: sum(1 for p in gangs.get(key, []) if p["spec"].get("nodeName"))
-                    for key in expected
-                }
-                if bound == expected:
-                    break
-                assert time.monotonic() < deadline, (bound, expected, log.read_text()[-5000:])
-                time.sleep(0.2)
+            for batch, wanted in (
+                ([f for f in files if f.name != LAST], first),
+                ([EXAMPLES / LAST], expected),
+            ):
+                args = [arg for f in batch for arg in ("-f", str(f))]
+                applied = served.run("apply", "-n", NAMESPACE, *args, "-v=6")
+                assert applied.returncode == 0, applied.stderr
+                assert "fieldValidation=Strict" in applied.stderr  # validated, server-side
+                while True:
+                    assert scheduler.poll() is None, log.read_text()
+                    gangs = pods_by_gang(served)
+                    bound = {
+                        key: sum(1 for p in gangs.get(key, []) if p["spec"].get("nodeName"))
+                        for key in wanted
+                    }
+                    if bound == wanted:
+                        break
+                    assert time.monotonic() < deadline, (bound, wanted, log.read_text()[-5000:])
+                    time.sleep(0.2)
             for key, size in expected.items():  # whole: exactly the members, all bound
                 assert len(gangs[key]) == size, (key, [p["metadata"]["name"] for p in gangs[key]])
             left_out = gangs[("coscheduling", too_big)]
