@@ -8,10 +8,12 @@ controller settles; single rounds pin each rule of the module docstring.
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 
 import pytest
 
-from gang.binding.adaptive import AdaptiveLimit, bind_limit
+from gang.binding.adaptive import AUTO_FLOOR, QUIET, AdaptiveLimit, bind_limit
 
 
 class Clock:
@@ -105,6 +107,41 @@ def test_settles_past_the_knee_of_a_saturating_server() -> None:
     for _ in range(200):
         full_round(limit, clock, rtt(int(limit.limit)))
     assert 80 <= limit.limit <= 2 * 0.08 * 1000 * 1.25
+
+
+def test_grows_on_past_the_tolerance_while_deeper_still_answers_more() -> None:
+    """A server that answers more together the more it is given, as a real kube-apiserver
+    does: round trips grow with the square root of what is in flight, so 4x the depth doubles
+    the round trip and still doubles the throughput. Round trips alone (Vegas) would stop near
+    4 x 32 = 128 in flight; the throughput each deeper round buys takes it to the maximum."""
+    clock = Clock()
+    auto = AdaptiveLimit(32, 4, 512, clock=clock, latency_floor=32)
+
+    def rtt(in_flight: int) -> float:
+        return 0.02 * math.sqrt(in_flight / 32)
+
+    for _ in range(60):
+        full_round(auto, clock, rtt(int(auto.limit)))
+    assert auto.limit == 512
+    assert auto.shrunk == 0
+
+
+def test_a_flat_throughput_with_noisy_round_trips_does_not_run_away() -> None:
+    """Past its knee (100 in flight) this server only queues: 2,000 answers a second however
+    deep, its round trips jittering by 10 % either way. Noise must not pass for throughput
+    bought by depth: the limit stays past the knee and within the tolerance's reach of it."""
+    clock = Clock()
+    auto = AdaptiveLimit(32, 4, 512, clock=clock, latency_floor=32)
+    jitter = random.Random(7)
+    seen = []
+    for _ in range(400):
+        base = max(0.05, int(auto.limit) / 2000)
+        full_round(auto, clock, base * jitter.uniform(0.9, 1.1))
+        seen.append(auto.limit)
+    settled = seen[100:]
+    assert min(settled) >= 32
+    assert max(settled) <= 2 * 0.05 * 2000 * 1.25 * 1.1
+    assert sum(settled) / len(settled) >= 100 * 0.9
 
 
 def test_fixed_setting_never_moves_and_auto_starts_at_32() -> None:
@@ -207,22 +244,39 @@ async def test_slots_given_back_unused_free_them_and_teach_nothing() -> None:
     assert limit._samples == 0  # no round trip was measured
 
 
-def test_auto_shrinks_below_where_it_started_only_on_429s() -> None:
-    """Round trips alone stop at 32 (a real kube-apiserver's round trips grow with depth while
-    its throughput still grows); a 429 takes it lower, and round trips then hold it there
-    rather than push it further down."""
+def test_auto_grows_to_256_whatever_the_round_trips_and_only_429s_take_it_lower() -> None:
+    """Below 256 round trips say nothing (a busy kube-apiserver's are many times its idle ones
+    while more in flight still binds more): 50x the best neither stops the growth nor brings
+    it back. A 429 halves it and lowers the floor to where that left it, so round trips hold
+    it there instead of growing it back into the 429s, until QUIET seconds pass without one."""
     clock = Clock()
     auto = bind_limit("auto", 512)
     auto.clock = clock
     full_round(auto, clock, 0.01)  # the best round
-    for _ in range(10):
+    for _ in range(12):
         full_round(auto, clock, 0.5)  # 50x the best, round after round
-    assert auto.limit == 32  # (it grew to 40 on the first round, and came back to 32)
-    full_round(auto, clock, 0.5, throttled=True)
-    assert auto.limit == 16
+    assert auto.limit == AUTO_FLOOR and auto.shrunk == 0
     for _ in range(5):
         full_round(auto, clock, 0.5)
-    assert auto.limit == 16
-    for _ in range(5):  # round trips back to the best: it grows again
-        full_round(auto, clock, 0.01)
-    assert auto.limit > 32
+    assert auto.limit == AUTO_FLOOR  # held: not below the floor, and no growth past it
+    full_round(auto, clock, 0.5, throttled=True)
+    assert auto.limit == AUTO_FLOOR / 2
+    for _ in range(5):
+        full_round(auto, clock, 0.5)
+    assert auto.limit == AUTO_FLOOR / 2  # round trips neither grow nor shrink it now
+    full_round(auto, clock, 0.5, throttled=True)
+    assert auto.limit == AUTO_FLOOR / 4  # each 429 halves it
+    clock.now += QUIET
+    for _ in range(10):  # long quiet: below the floor round trips say nothing again
+        full_round(auto, clock, 0.5)
+    assert auto.limit == AUTO_FLOOR
+
+
+def test_a_fixed_maximum_below_the_floor_is_the_floor() -> None:
+    clock = Clock()
+    auto = bind_limit("auto", 100)
+    auto.clock = clock
+    full_round(auto, clock, 0.01)
+    for _ in range(12):
+        full_round(auto, clock, 0.5)
+    assert auto.limit == 100
