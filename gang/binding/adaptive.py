@@ -1,4 +1,4 @@
-"""How many bindings to keep in flight: as many as the API server answers without queueing.
+"""How many bindings to keep in flight: as many as the API server answers more for.
 
 A fixed number is wrong everywhere but one place. Too few leaves a big server idle (measured on
 a real kube-apiserver: 32 in flight bound ~500 pods/s where the server took ~900); too many
@@ -10,9 +10,9 @@ compared with the best recent round (the server's no-queue latency plus our own)
 - an answer 429 (the server says it is overloaded) halves the limit;
 - a round trip above ``tolerance`` times the best means requests queue in the server — unless
   the server answers more for it: a real kube-apiserver answers more bindings together as more
-  are in flight, so its round trips grow with depth while its throughput still grows (measured
-  on 2 and on 16 cores: the answer-knowing binder bound 7,845-9,943 pods/s at 256 in flight
-  where 64 gave 4,832-6,898, while gang's limit had stopped at 53-68). So a round that was
+  are in flight, so its round trips grow with depth while its throughput still grows (on 16
+  cores the answer-knowing binder bound 7,845-9,943 pods/s at 256 in flight where 64 gave
+  4,832-6,898, while gang's limit had stopped at 53-68). So a round that was
   held back by the limit and answered ``PAYS`` (5 %) more per growth step than each round at a
   lower limit grows the limit on, however long its round trips; the throughput
   is Little's: the mean in flight over the mean round trip. Only when depth no longer pays
