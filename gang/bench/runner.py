@@ -168,23 +168,28 @@ def _cpu_seconds(process: psutil.Process) -> float:
     """The CPU time of the process's threads: to the nanosecond from each thread's schedstat
     where Linux has it, since the user and system times are counted in clock ticks (10 ms),
     a tick or two per process at the sizes tests run; psutil's ticks elsewhere."""
+    precise = _schedstat_seconds(process.pid)
+    if precise is not None:
+        return precise
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def _schedstat_seconds(pid: int) -> float | None:
+    """The on-CPU time of ``pid``'s running threads, or None where /proc has no schedstat."""
     try:
-        tasks = list(Path(f"/proc/{process.pid}/task").iterdir())
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        tasks = []
+        return None
     nanoseconds = 0
     for task in tasks:
         try:
             nanoseconds += int((task / "schedstat").read_text().split()[0])
         except FileNotFoundError:  # a thread that ended meanwhile
             continue
-        except (OSError, ValueError, IndexError):  # no schedstat here
-            tasks = []
-            break
-    if tasks:
-        return nanoseconds / 1e9
-    times = process.cpu_times()
-    return float(times.user + times.system)
+        except (OSError, ValueError, IndexError):
+            return None
+    return nanoseconds / 1e9 if tasks else None
 
 
 class _SchedulerExited(Exception):

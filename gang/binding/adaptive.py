@@ -288,5 +288,5 @@ def bind_limit(setting: int | str, maximum: int) -> AdaptiveLimit:
     number is fixed."""
     if isinstance(setting, int):
         return AdaptiveLimit(setting, setting, setting)
-    initial = min(32, maximum)
+    initial = min(AUTO_START, maximum)
     return AdaptiveLimit(initial, min(4, initial), maximum, latency_floor=min(AUTO_FLOOR, maximum))

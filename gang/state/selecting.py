@@ -77,11 +77,7 @@ class SelectorCatalog:
     ) -> LabelSelector | None:
         """``DefaultSelector``: the merged selectors of the pod's Services and controller;
         None when nothing selects the pod (then no default constraint applies)."""
-        if not self.services.get(namespace) and (
-            controller is None
-            or controller[0] not in CONTROLLER_KINDS
-            or (controller[0], namespace, controller[1]) not in self.controllers
-        ):
+        if not self.services.get(namespace) and self._owner(namespace, controller) is None:
             return None  # nothing there to select it: no label set to remember
         key = (namespace, frozenset(labels.items()), controller)
         try:
@@ -101,11 +97,17 @@ class SelectorCatalog:
             if all(labels.get(k) == v for k, v in selector.items()):
                 merged.update(selector)
         requirements = [Requirement(k, "In", frozenset((v,))) for k, v in sorted(merged.items())]
-        if controller is not None and controller[0] in CONTROLLER_KINDS:
-            owned = self.controllers.get((controller[0], namespace, controller[1]))
-            if owned is not None and not owned.nothing:
-                requirements += owned.requirements
+        owner = self._owner(namespace, controller)
+        if owner is not None and not owner.nothing:
+            requirements += owner.requirements
         return LabelSelector(tuple(requirements)) if requirements else None
+
+    def _owner(self, namespace: str, controller: tuple[str, str] | None) -> LabelSelector | None:
+        """The selector of the pod's controller, if it is a tracked ReplicaSet, StatefulSet or
+        ReplicationController."""
+        if controller is None or controller[0] not in CONTROLLER_KINDS:
+            return None
+        return self.controllers.get((controller[0], namespace, controller[1]))
 
 
 def _from_map(selector: Any) -> LabelSelector:
