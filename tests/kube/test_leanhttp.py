@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web
 
 from gang.kube.client import make_api_client
-from gang.kube.leanhttp import LeanError, LeanHTTP
+from gang.kube.leanhttp import LeanError, LeanHTTP, default_client_context
 from gang.kube.transport import Kube, KubeError
 from tests.stand_in import serve
 
@@ -74,6 +74,102 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
     assert path.startswith("/api/v1/namespaces/ns/pods/p-") and path.endswith("/binding")
     assert body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "node-1"}
     assert common_name == "gang-scheduler"
+
+
+def _tls_server(ca: trustme.CA) -> ssl.SSLContext:
+    """A server context for 127.0.0.1 that demands a client certificate signed by ``ca`` and
+    issues TLS 1.3 session tickets (OpenSSL's default)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    ca.configure_trust(context)
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+async def test_new_connections_resume_the_tls_session_and_still_authenticate(
+    tmp_path: Path,
+) -> None:
+    """After the first answer, the connections a burst opens resume its TLS session (no
+    certificate signed or checked again on either side), and the server still sees the
+    client certificate on every one of them."""
+    ca = trustme.CA()
+    seen: list[tuple[Any, bool, str]] = []  # (connection, resumed, client certificate's CN)
+
+    async def handler(request: web.Request) -> web.Response:
+        assert request.transport is not None
+        tls = request.transport.get_extra_info("ssl_object")
+        subject = dict(x[0] for x in tls.getpeercert()["subject"])
+        peer = request.transport.get_extra_info("peername")
+        seen.append((peer, tls.session_reused, subject.get("commonName", "")))
+        await asyncio.sleep(0.05)  # the burst's requests overlap: one connection each
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    async for url in serve(handler, _tls_server(ca)):
+        client = await make_api_client(client_certificate_kubeconfig(tmp_path, url, ca))
+        kube = Kube(client)
+        try:
+            await kube.bind("ns", "first", "node-1", "uid")
+            await asyncio.gather(*(kube.bind("ns", f"p-{i}", "node-1", "uid") for i in range(8)))
+        finally:
+            await kube.close()
+            await client.close()
+    first = seen[0][0]
+    assert seen[0][1:] == (False, "gang-scheduler")  # the first connection: a full handshake
+    # the burst: the first connection again (kept alive) and 7 new ones, every new one resumed
+    assert len(seen) == 9 and len({peer for peer, _, _ in seen}) == 8
+    assert all(resumed == (peer != first) for peer, resumed, _ in seen[1:])
+    assert {name for _, _, name in seen} == {"gang-scheduler"}
+
+
+async def test_a_session_the_server_does_not_know_falls_back_to_a_full_handshake() -> None:
+    """The saved session offered to a server that never issued it (another server, or one
+    restarted with new ticket keys): the handshake runs in full and the request is
+    answered."""
+    ca = trustme.CA()
+    reused: list[bool] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        assert request.transport is not None
+        reused.append(request.transport.get_extra_info("ssl_object").session_reused)
+        return web.json_response({})
+
+    async def none() -> dict[str, str]:
+        return {}
+
+    client_tls = default_client_context()
+    ca.configure_trust(client_tls)
+    ca.issue_cert("gang-scheduler").configure_cert(client_tls)
+    for _ in range(2):  # two servers, each with its own ticket keys
+        async for url in serve(handler, _tls_server(ca)):
+            lean = LeanHTTP(
+                url, ssl_context=client_tls, server_hostname=None, headers=none, limit=2
+            )
+            try:
+                for _ in range(2):  # the second request reuses the kept-alive connection
+                    assert (await lean.request("GET", "/x", b"")).status == 200
+                lean._idle[0].close()  # the next request opens a connection: it resumes
+                assert (await lean.request("GET", "/x", b"")).status == 200
+            finally:
+                await lean.close()
+        assert client_tls.session is not None
+    assert reused == [False, False, True, False, False, True]
+
+
+def test_the_resuming_context_keeps_the_default_contexts_settings() -> None:
+    """Built by hand so that it can resume sessions, the context verifies what
+    ``ssl.create_default_context`` verifies, on this Python."""
+    ours, default = default_client_context(), ssl.create_default_context()
+    for setting in (
+        "verify_mode",
+        "check_hostname",
+        "verify_flags",
+        "options",
+        "minimum_version",
+        "maximum_version",
+        "protocol",
+    ):
+        assert getattr(ours, setting) == getattr(default, setting), setting
+    assert ours.cert_store_stats()["x509_ca"] == default.cert_store_stats()["x509_ca"]
 
 
 def client_certificate_kubeconfig(tmp_path: Path, url: str, ca: trustme.CA) -> str:
