@@ -169,10 +169,9 @@ class BenchCluster:
     ) -> Any:
         """The decoded JSON answer; ``ApiStatusError`` on an HTTP error, ``BenchClusterError``
         when no answer came within ``request_timeout``."""
-        try:
-            return await asyncio.wait_for(
-                self._request(method, path, body, query, content_type), self.request_timeout
-            )
+        try:  # (asyncio.timeout: Python 3.11's wait_for can lose a cancellation, see _heartbeats)
+            async with asyncio.timeout(self.request_timeout):
+                return await self._request(method, path, body, query, content_type)
         except TimeoutError:
             raise BenchClusterError(
                 f"{method} {path}: no answer within {self.request_timeout:g}s"
@@ -485,11 +484,12 @@ class BenchCluster:
             for start in range(0, len(names), chunk):
                 due += pause  # on schedule; a round that fell behind catches up at once
                 await asyncio.sleep(max(0.0, due - loop.time()))
-                with contextlib.suppress(TimeoutError):  # a stuck beat holds back no other
-                    await asyncio.wait_for(
-                        self._renew(names[start : start + chunk]),
-                        max(self.renew_every, STUCK_BEAT_SECONDS),
-                    )
+                # a stuck beat holds back no other. asyncio.timeout, not wait_for: on Python
+                # 3.11 a cancel that met a round finishing in the same turn was lost there (it
+                # returned the round's result), and the heartbeats went on for ever
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(self.renew_every, STUCK_BEAT_SECONDS)):
+                        await self._renew(names[start : start + chunk])
 
     def start_heartbeats(self) -> None:
         """Renew every node's Lease each ``renew_every`` seconds until ``cleanup``."""
@@ -497,11 +497,20 @@ class BenchCluster:
             self._heartbeat = asyncio.create_task(self._heartbeats())
 
     async def stop_heartbeats(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._heartbeat
-            self._heartbeat = None
+        """Cancel the heartbeats and wait until they have ended: cancelled again each second
+        while they run (a cancellation lost inside them must not hold the clean-up for ever),
+        and once more if this wait is itself cancelled."""
+        task, self._heartbeat = self._heartbeat, None
+        if task is None:
+            return
+        try:
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+        finally:
+            task.cancel()
+        if not task.cancelled():
+            task.exception()  # (retrieved: a failed heartbeat is not the clean-up's error)
 
     async def _delete_nodes(self, names: list[str]) -> None:
         async def one(name: str) -> None:

@@ -283,11 +283,13 @@ class LeanHTTP:
         kwargs: dict[str, Any] = {}
         if self._ssl is not None:
             kwargs = {"ssl": self._ssl, "server_hostname": self._server_hostname or self._host}
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for lost a cancellation that met
+        # the connection's completion, and a cancelled request went on
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: _Connection(self), self._host, self._port, **kwargs),
-                timeout=10,
-            )
+            async with asyncio.timeout(10):
+                _, conn = await loop.create_connection(
+                    lambda: _Connection(self), self._host, self._port, **kwargs
+                )
         except (OSError, TimeoutError, ssl.SSLError) as err:
             raise LeanError(f"cannot connect to {self._host}:{self._port}: {err}") from err
         return conn

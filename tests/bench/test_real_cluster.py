@@ -300,6 +300,38 @@ async def test_the_nodes_beats_are_spread_over_the_period_not_sent_at_once(
         await client.close()
 
 
+async def test_stopping_the_heartbeats_ends_them_even_as_a_round_of_beats_finishes(
+    kubeconfig: str,
+) -> None:
+    """The clean-up stops the heartbeats first. A stop that met a round of Lease renewals
+    finishing in the same turn of the loop was lost on Python 3.11 (``asyncio.wait_for``
+    returned the round's result instead of the cancellation): the heartbeats went on, and the
+    clean-up waited for them for ever, leaving the run's pods and nodes behind."""
+    client = await make_api_client(kubeconfig)
+    cluster = BenchCluster(client, renew_every=0.05)
+    entered = asyncio.Event()
+    finish: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def a_round(names: list[str]) -> None:  # a round of beats that ends when told
+        entered.set()
+        await finish
+
+    cluster._renew = a_round  # type: ignore[method-assign]
+    try:
+        await cluster.create_nodes("1:gpu=4,prefix=stop")
+        await asyncio.wait_for(entered.wait(), 5)
+        heartbeat = cluster._heartbeat
+        assert heartbeat is not None
+        finish.set_result(None)  # the round ends in the same turn as the stop arrives
+        stopping = asyncio.create_task(cluster.stop_heartbeats())
+        await asyncio.wait({stopping}, timeout=5)  # (never cancels it: nothing can swallow that)
+        assert stopping.done() and heartbeat.done()
+        assert cluster._heartbeat is None
+    finally:
+        await cluster.cleanup()
+        await client.close()
+
+
 async def _heartbeats(cluster: BenchCluster) -> None:
     nodes = await cluster.create_nodes("2:gpu=4,prefix=hb")
     assert [n["metadata"]["name"] for n in nodes] == ["gang-bench-hb-00000", "gang-bench-hb-00001"]
