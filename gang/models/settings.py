@@ -123,7 +123,7 @@ class SchedulerConfig(BaseModel):
     topologies: list[TopologyLevels] = Field(default_factory=list)
     weights: ScoreWeights = Field(default_factory=ScoreWeights)
     #: binds in flight at once, across all gangs: "auto" follows the server's answers
-    #: (gang.binding.adaptive: from 32 to 256 while bindings wait, beyond while round trips
+    #: (gang.binding.adaptive: from 32 doubling to 256 while bindings wait, beyond while round trips
     #: hold or more in flight is answered faster; shrinks when round trips rise for nothing,
     #: not below 256, and on 429s, down to 4), up to ``max_bind_concurrency``; a number
     #: fixes it

@@ -253,8 +253,11 @@ def test_auto_grows_to_256_whatever_the_round_trips_and_only_429s_take_it_lower(
     auto = bind_limit("auto", 512)
     auto.clock = clock
     full_round(auto, clock, 0.01)  # the best round
+    climb = []
     for _ in range(12):
         full_round(auto, clock, 0.5)  # 50x the best, round after round
+        climb.append(auto.limit)
+    assert climb[:3] == [128, 256, 256]  # doubling per round (slow start) from 32, to the floor
     assert auto.limit == AUTO_FLOOR and auto.shrunk == 0
     for _ in range(5):
         full_round(auto, clock, 0.5)
