@@ -49,6 +49,12 @@ def table(results: list[BenchResult]) -> str:
                 f"  ceiling: {r.ceiling_pods_per_second:.0f} pods/s (the same pods bound with no "
                 f"decisions, in flight: {levels}; watched as gang's run: "
                 f"{r.ceiling_observed} bindings seen); gang: {r.percent_of_ceiling:.0f}% of it"
+                + (
+                    f" ({100 * r.pods_per_second / r.ceiling_whole_run:.0f}% of the binder's "
+                    f"whole run, {r.ceiling_whole_run:.0f} pods/s)"
+                    if len(r.ceiling_segments) > 1 and r.ceiling_whole_run
+                    else ""
+                )
                 + (f"; API latency model: {r.api_latency}" if r.api_latency else "")
             )
             if r.ceiling_cpu_us_per_pod:

@@ -112,6 +112,10 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     )
     assert result.percent_of_ceiling is not None and result.percent_of_ceiling > 0
     assert "ceiling:" in table([result]) and body["ceiling_pods_per_second"] > 0
+    # beside it, the binder's whole run (the best segment is the upper edge of the noise)
+    rates = [seg["pods_per_second"] for seg in result.ceiling_segments]
+    assert min(rates) <= body["ceiling_whole_run_pods_per_second"] <= max(rates)
+    assert "of the binder's whole run" in table([result])
     # what a binding costs a binder that decides nothing, measured beside what it costs gang
     # (which is cheaper is the benchmark's to report, not a test's: at 60 pods gang's figure is
     # one or two 10 ms clock ticks of its process)
@@ -285,6 +289,20 @@ def _run(nodes: int, pods_per_second: float, ceiling: float, gang_us: float) -> 
     result.pods_per_second, result.ceiling_pods_per_second = pods_per_second, ceiling
     result.binding_cpu_seconds_per_1000_pods, result.ceiling_cpu_us_per_pod = gang_us / 1000, 110.0
     return result
+
+
+def test_the_ceiling_binders_whole_run_is_its_pods_over_its_segments_summed_spans() -> None:
+    """Three equal segments at 1,490, 1,707 and 1,125 pods/s (a real 2-core run's): the
+    binder's whole run is their harmonic mean, 1,398 pods/s, where the ceiling is 1,707."""
+    result = _run(2000, 1339, 1707, 250)
+    result.ceiling_segments = [
+        {"concurrency": c, "pods": p, "pods_per_second": r}
+        for c, p, r in ((64, 2667, 1490.0), (128, 2667, 1707.0), (256, 2666, 1125.0))
+    ]
+    assert round(result.ceiling_whole_run) == 1398
+    assert "gang: 78% of it (96% of the binder's whole run, 1398 pods/s)" in table([result])
+    result.ceiling_segments = []
+    assert result.ceiling_whole_run == 0.0
 
 
 def test_a_size_run_more_than_once_is_summarised_by_its_median_and_range() -> None:
