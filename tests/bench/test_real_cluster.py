@@ -36,6 +36,8 @@ from gang.bench.cluster import (
 from gang.bench.runner import run_bench
 from gang.bench.workload import NAMESPACE, BenchConfig, plan, pods
 from gang.kube.client import make_api_client
+from gang.sim.cluster import SimCluster
+from gang.sim.faults import Faults
 
 REAL_NODES = "3:gpu=8,cpu=64,memory=512Gi,prefix=real"
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
@@ -330,6 +332,32 @@ async def test_stopping_the_heartbeats_ends_them_even_as_a_round_of_beats_finish
     finally:
         await cluster.cleanup()
         await client.close()
+
+
+async def test_deleting_the_namespace_rides_out_answers_worth_another_try() -> None:
+    """A collection delete of 20,000 pods on a 2-core kube-apiserver outlasted its request
+    timeout (504, half done) and ended the clean-up with the pods left behind. Every step of
+    the namespace's deletion is tried again on such answers (here a 500 or 429 for a third of
+    the requests, seeded) until the namespace is gone."""
+    faults = Faults(seed=7)
+    async with SimCluster("1:gpu=8", faults=faults) as sim, sim.api_client() as client:
+        cluster = BenchCluster(client)
+        await cluster.create_namespace(NAMESPACE)
+        for i in range(5):
+            await cluster.create(
+                f"/api/v1/namespaces/{NAMESPACE}/pods",
+                {
+                    "metadata": {"name": f"p-{i}"},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            )
+        faults.error_rate, faults.throttle_rate = 0.2, 0.15
+        try:
+            await cluster.delete_namespace(NAMESPACE, within=60)
+        finally:
+            faults.error_rate = faults.throttle_rate = 0.0
+        assert faults.counts.server_errors + faults.counts.throttled > 0
+        assert not await _exists(cluster, f"/api/v1/namespaces/{NAMESPACE}")
 
 
 async def _heartbeats(cluster: BenchCluster) -> None:
