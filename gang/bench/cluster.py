@@ -329,7 +329,7 @@ class BenchCluster:
                     await self._finish_namespace(namespace, current)
                 else:  # the namespace controller deletes pods gracefully; none has a kubelet
                     await self._ignore_missing("DELETE", pods, FORCE_DELETE)
-            except (ApiStatusError, BenchClusterError) as err:
+            except (ApiStatusError, BenchClusterError, aiohttp.ClientError) as err:
                 if isinstance(err, ApiStatusError) and err.status not in RETRYABLE:
                     raise
                 if loop.time() > deadline:
