@@ -286,9 +286,9 @@ AUTO_FLOOR: Final = 256
 
 def bind_limit(setting: int | str, maximum: int) -> AdaptiveLimit:
     """The limit a ``bind_concurrency`` setting asks for: "auto" adapts from 32 (or from
-    ``maximum`` if smaller) up to ``maximum``: to 256 while bindings wait for slots, beyond
-    while round trips hold or depth pays, down to 256 on round trips and to 4 on 429s; a
-    number is fixed."""
+    ``maximum`` if smaller) up to ``maximum``: doubling to 256 while bindings wait for slots,
+    beyond while round trips hold or depth pays, down to 256 on round trips and to 4 on 429s;
+    a number is fixed."""
     if isinstance(setting, int):
         return AdaptiveLimit(setting, setting, setting)
     initial = min(AUTO_START, maximum)

@@ -123,10 +123,10 @@ class SchedulerConfig(BaseModel):
     topologies: list[TopologyLevels] = Field(default_factory=list)
     weights: ScoreWeights = Field(default_factory=ScoreWeights)
     #: binds in flight at once, across all gangs: "auto" follows the server's answers
-    #: (gang.binding.adaptive: from 32 doubling to 256 while bindings wait, beyond while round trips
-    #: hold or more in flight is answered faster; shrinks when round trips rise for nothing,
-    #: not below 256, and on 429s, down to 4), up to ``max_bind_concurrency``; a number
-    #: fixes it
+    #: (gang.binding.adaptive: from 32 doubling to 256 while bindings wait, beyond while
+    #: round trips hold or more in flight is answered faster; shrinks when round trips rise
+    #: for nothing, not below 256, and on 429s, down to 4), up to ``max_bind_concurrency``; a
+    #: number fixes it
     bind_concurrency: int | Literal["auto"] = "auto"
     max_bind_concurrency: int = Field(default=512, ge=4, le=4096)
     #: worker processes that send the bindings, so the scheduler's own core is spent deciding

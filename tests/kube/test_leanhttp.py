@@ -46,11 +46,6 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
     """A binding through Kube, as the scheduler sends it, to a server that demands a client
     certificate signed by its CA: the lean pool takes TLS from the kubeconfig."""
     ca = trustme.CA()
-    server_cert = ca.issue_cert("127.0.0.1")
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_cert.configure_cert(server_ctx)
-    ca.configure_trust(server_ctx)
-    server_ctx.verify_mode = ssl.CERT_REQUIRED
     seen: list[tuple[str, Any, str]] = []
 
     async def handler(request: web.Request) -> web.Response:
@@ -61,7 +56,7 @@ async def test_tls_with_a_client_certificate_from_a_kubeconfig(tmp_path: Path) -
         )
         return web.json_response({"kind": "Status", "status": "Success"}, status=201)
 
-    async for url in serve(handler, server_ctx):
+    async for url in serve(handler, _tls_server(ca)):
         client = await make_api_client(client_certificate_kubeconfig(tmp_path, url, ca))
         kube = Kube(client)
         try:
