@@ -82,6 +82,8 @@ MAX_DOMAIN_TRIES = 8
 RESERVED_ELSEWHERE = 1e7
 #: bound on memoized single-node scores (distinct node states seen); cleared when reached
 ROW_SCORE_MEMO = 65_536
+#: bound on carried passes (templates x packing domains); cleared when reached
+CARRIED_PASSES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,35 @@ class _Previous:
     scores: npt.NDArray[np.float64]  # their local scores (-inf once a row stops fitting)
     last: int  # the row chosen last: the only one whose state changed since
     domains_used: int
+
+
+@dataclass(slots=True)
+class _Carried:
+    """A gang's last pass in one packing domain, kept for the next gang of its template.
+
+    Consecutive gangs of one template (a job's replicas) are placed on snapshots that differ,
+    inside the domain, only where the earlier gang went: its own members, now assumed. So the
+    next gang's first member need not filter and score the domain afresh; it re-judges the rows
+    whose free capacity differs from ``free`` (and the row the last member took) and keeps the
+    rest. Valid only while nothing else the local plugins read has moved: the node set
+    (``version``), allocatable (the shared array, by identity) and the domains in use."""
+
+    previous: _Previous
+    version: int
+    allocatable: npt.NDArray[np.int64]
+    used: frozenset[int]
+    free: npt.NDArray[np.int64]  # the domain's rows of free capacity, after its last member
+
+
+@dataclass(slots=True)
+class _Slots:
+    """How many members of one template each row holds, and the free capacity it was counted
+    on: the next gang's count redoes only the rows whose free capacity moved since."""
+
+    version: int
+    allocatable: npt.NDArray[np.int64]
+    free: npt.NDArray[np.int64]  # a private copy, kept equal to what ``per_node`` counts
+    per_node: npt.NDArray[np.int64]
 
 
 @dataclass(slots=True)
@@ -203,6 +234,14 @@ class Placer:
         #: one node's weighted score by everything it depends on (built-in scores only); nodes
         #: of a pool that took the same members are in the same state, so this mostly hits
         self._row_scores: dict[tuple[bytes, bytes, bytes, bool, bool], float] = {}
+        #: per (template signature, packing domain): the last gang's pass there (_Carried)
+        self._carried: dict[tuple[object, int], _Carried] = {}
+        #: per packing domain: its rows (for the node-set version in ``_version``)
+        self._domain_rows: dict[int, npt.NDArray[np.intp]] = {}
+        #: per (static constraints, request): the rows' slot counts (_Slots), for the packing
+        #: domains' capacities
+        self._slot_counts: dict[tuple[Constraints, bytes], _Slots] = {}
+        self._labelled: Mask = np.zeros(0, dtype=np.bool_)  # rows with a packing domain
 
     # --- caches --------------------------------------------------------------------------
 
@@ -224,6 +263,9 @@ class Placer:
             return
         self._version = snap.version
         self._static.clear()
+        self._carried.clear()
+        self._domain_rows.clear()
+        self._slot_counts.clear()
         ids: dict[str, int] = {}
         domains = np.full(len(snap.names), -1, dtype=np.int64)
         for row, facts in enumerate(snap.facts):
@@ -232,6 +274,7 @@ class Placer:
                 if value is not None:
                     domains[row] = ids.setdefault(value, len(ids))
         self._domains = domains
+        self._labelled = domains >= 0
         self._row_of = {name: row for row, name in enumerate(snap.names) if name}
 
     def static(self, snap: Snapshot, constraints: Constraints) -> _Static:
@@ -311,7 +354,16 @@ class Placer:
                 trial, trial_ports = snap.free.copy(), _copy_ports(ports)
                 trial_placed: list[Placed] = []
                 result = self._greedy(
-                    snap, trial, needed, vectors, rows, {domain}, trial_ports, trial_placed, False
+                    snap,
+                    trial,
+                    needed,
+                    vectors,
+                    rows,
+                    {domain},
+                    trial_ports,
+                    trial_placed,
+                    False,
+                    carry=domain,
                 )
                 if not isinstance(result, Unplaceable):
                     snap.free[:] = trial
@@ -447,6 +499,39 @@ class Placer:
         result: npt.NDArray[np.int64] = np.where(static, most, 0).astype(np.int64)
         return result
 
+    def _slots_kept(
+        self, snap: Snapshot, pod: PodInfo, vec: Vector, most: int
+    ) -> npt.NDArray[np.int64]:
+        """``_slots`` on the snapshot's free capacity, recounting only the rows whose free
+        capacity differs from the last count for this template (consecutive gangs of one
+        template differ where the last one went). The result is the kept count: read it only."""
+        if not (vec > 0).any():
+            return self._slots(snap, pod, vec, most)
+        key = (pod.constraints, vec.tobytes())
+        kept = self._slot_counts.get(key)
+        free = snap.free
+        if (
+            kept is None
+            or kept.version != snap.version
+            or kept.allocatable is not snap.allocatable
+            or kept.free.shape != free.shape
+        ):
+            if len(self._slot_counts) >= CARRIED_PASSES:
+                self._slot_counts.clear()
+            per_node = self._slots(snap, pod, vec, most)
+            kept = self._slot_counts[key] = _Slots(
+                snap.version, snap.allocatable, free.copy(), per_node
+            )
+            return kept.per_node
+        moved = np.flatnonzero(free != kept.free)
+        if len(moved):
+            rows = np.array(sorted(set((moved // free.shape[1]).tolist())), dtype=np.intp)
+            counts = copies_fitting(free[rows], vec)
+            counts[~self.static(snap, pod.constraints).mask[rows]] = 0
+            kept.per_node[rows] = counts
+            kept.free[rows] = free[rows]
+        return kept.per_node
+
     def _spreads_over_domains(self, pod: PodInfo) -> bool:
         """The pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
         required anti-affinity, on the packing key): one domain would be a trial bound to fail."""
@@ -504,10 +589,9 @@ class Placer:
         """Domains that might hold all of ``pods``: the anchors' first, then tightest fit first."""
         if not len(self._domains) or self._domains.max() < 0:
             return []
-        per_node = self._slots(snap, pods[0], vectors[pods[0].key], len(pods))
-        capacity = np.bincount(
-            self._domains[self._domains >= 0], weights=per_node[self._domains >= 0]
-        )
+        per_node = self._slots_kept(snap, pods[0], vectors[pods[0].key], len(pods))
+        labelled = self._labelled
+        capacity = np.bincount(self._domains[labelled], weights=per_node[labelled])
         fitting = [d for d in range(len(capacity)) if capacity[d] >= len(pods)]
         fitting.sort(key=lambda d: (d not in anchors, capacity[d], d))
         return fitting[:MAX_DOMAIN_TRIES]
@@ -524,11 +608,14 @@ class Placer:
         placed: list[Placed],
         explain: bool = True,
         quota: _Quota | None = None,
+        carry: int | None = None,
     ) -> dict[Key, int] | Unplaceable:
         """Place each pod on its best-scoring feasible row, consuming ``free``, claiming host
         ports in ``claimed_ports`` and appending to ``placed``; a failure on the first pod leaves
         all three untouched. Without ``explain`` a failure carries no message (a trial).
-        ``quota``: how many members each domain may still take (spent as members are placed)."""
+        ``quota``: how many members each domain may still take (spent as members are placed).
+        ``carry``: the packing domain ``rows`` is; the pass is then carried to the next gang of
+        the template there (:class:`_Carried`)."""
         chosen: dict[Key, int] = {}
         # The previous member's local filter and score results (the plugins that judge a node by
         # its own state: every built-in but the rule-aware ones). When the next member has the
@@ -544,6 +631,8 @@ class Placer:
             active = [p for p in self._rule_aware if p not in skip]
             view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
             signature = (pod.constraints, pod.rules, vec.tobytes())
+            if previous is None and carry is not None:
+                previous = self._take_carried(snap, free, signature, carry, used_domains, quota)
             if (
                 previous is not None
                 and previous.signature == signature
@@ -594,7 +683,80 @@ class Placer:
                 key = host_port_key(port)
                 if key is not None:
                     claimed_ports.setdefault(row, Counter())[key] += 1
+        if carry is not None and previous is not None:
+            self._keep_carried(snap, free, previous, carry, used_domains, quota)
         return chosen
+
+    def _carry_applies(self, snap: Snapshot, quota: _Quota | None) -> bool:
+        """Whether a pass may be carried between gangs: only built-in local plugins, no
+        quota, and no reservation making some rows score lower for this gang alone."""
+        return self._incremental and quota is None and snap.avoid is None
+
+    def _rows_of_domain(self, domain: int) -> npt.NDArray[np.intp]:
+        rows = self._domain_rows.get(domain)
+        if rows is None:
+            rows = self._domain_rows[domain] = np.flatnonzero(self._domains == domain)
+        return rows
+
+    def _keep_carried(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        previous: _Previous,
+        domain: int,
+        used: set[int],
+        quota: _Quota | None,
+    ) -> None:
+        if not self._carry_applies(snap, quota) or previous.domains_used != len(used):
+            return
+        if len(self._carried) >= CARRIED_PASSES:
+            self._carried.clear()
+        self._carried[(previous.signature, domain)] = _Carried(
+            previous,
+            snap.version,
+            snap.allocatable,
+            frozenset(used),
+            free[self._rows_of_domain(domain)],
+        )
+
+    def _take_carried(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        signature: tuple[Constraints, PodRules, bytes],
+        domain: int,
+        used: set[int],
+        quota: _Quota | None,
+    ) -> _Previous | None:
+        """The pass the last gang of this template left in ``domain``, brought up to date with
+        ``free``; None if there is none, or a full pass is needed (a row outside its
+        candidates may fit now). Taken: a trial that fails must not leave it half-spent."""
+        carried = self._carried.pop((signature, domain), None)
+        if (
+            carried is None
+            or not self._carry_applies(snap, quota)
+            or carried.version != snap.version
+            or carried.allocatable is not snap.allocatable
+            or carried.used != used
+            or signature[0].host_ports
+        ):
+            return None
+        previous = carried.previous
+        rows = self._rows_of_domain(domain)
+        now = free[rows]
+        if not np.array_equal(now, carried.free):
+            changed = rows[np.flatnonzero((now != carried.free).any(axis=1))]
+            static = self.static(snap, signature[0]).mask
+            at = np.searchsorted(previous.candidates, changed)
+            inside = at < len(previous.candidates)
+            known = np.zeros(len(changed), dtype=np.bool_)
+            known[inside] = previous.candidates[at[inside]] == changed[inside]
+            if (static[changed] & ~known).any():
+                return None  # a row that failed the filters may pass them now
+            vec = np.frombuffer(signature[2], dtype=np.int64)
+            for row in changed[known]:
+                self._rejudge(snap, free, previous, int(row), vec, used, quota)
+        return previous
 
     def _choose(
         self,
@@ -659,11 +821,24 @@ class Placer:
         quota: _Quota | None,
     ) -> None:
         """Re-judge, by the local plugins, only the row the previous member took."""
-        position = int(np.searchsorted(previous.candidates, previous.last))
-        if quota is not None and quota.closed(previous.last):
+        self._rejudge(snap, free, previous, previous.last, vec, used, quota)
+
+    def _rejudge(
+        self,
+        snap: Snapshot,
+        free: npt.NDArray[np.int64],
+        previous: _Previous,
+        row: int,
+        vec: Vector,
+        used: set[int],
+        quota: _Quota | None,
+    ) -> None:
+        """Re-judge one of the previous pass's candidates by the local plugins."""
+        position = int(np.searchsorted(previous.candidates, row))
+        if quota is not None and quota.closed(row):
             previous.scores[position] = -np.inf
-        elif np.all(free[previous.last] >= vec):
-            previous.scores[position] = self._row_score(snap, free, previous.last, vec, used)
+        elif np.all(free[row] >= vec):
+            previous.scores[position] = self._row_score(snap, free, row, vec, used)
         else:
             previous.scores[position] = -np.inf
 
