@@ -322,7 +322,9 @@ class Placer:
         """
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
-        vectors = {p.key: self.index.fit(self.index.vector(p.requests))[:width] for p in pods}
+        vectors = {
+            p.key: self.index.fit(self.index.requests_vector(p.requests))[:width] for p in pods
+        }
         if len({v.tobytes() for v in vectors.values()}) > 1:  # big members first
             largest = snap.allocatable.max(axis=0)
             ordered = sorted(
@@ -544,7 +546,7 @@ class Placer:
     def evaluate(self, snap: Snapshot, pod: PodInfo) -> Evaluation:
         """Filter and score one pod on every node of ``snap`` (nothing is consumed)."""
         self._refresh(snap)
-        vec = self.index.fit(self.index.vector(pod.requests))[: snap.free.shape[1]]
+        vec = self.index.fit(self.index.requests_vector(pod.requests))[: snap.free.shape[1]]
         static = self.static(snap, pod.constraints)
         view = NodeFilterInput(snap, snap.free, pod, vec, self.index, {})
         skip = self._skipped(pod, snap, ())
@@ -837,16 +839,15 @@ class Placer:
         position = int(np.searchsorted(previous.candidates, row))
         if quota is not None and quota.closed(row):
             previous.scores[position] = -np.inf
-        elif np.all(free[row] >= vec):
-            previous.scores[position] = self._row_score(snap, free, row, vec, used)
         else:
-            previous.scores[position] = -np.inf
+            previous.scores[position] = self._row_score(snap, free, row, vec, used)
 
     def _row_score(
         self, snap: Snapshot, free: npt.NDArray[np.int64], row: int, vec: Vector, used: set[int]
     ) -> float:
-        """The score of one node, memoized on its free and allocatable vectors, the request and
-        whether its domain is the gang's: all a local built-in score depends on."""
+        """The score of one node (-inf where the request no longer fits), memoized on its free
+        and allocatable vectors, the request and whether its domain is the gang's: all a local
+        built-in Filter and Score depends on."""
         key = (
             free[row].tobytes(),
             snap.allocatable[row].tobytes(),
@@ -858,10 +859,13 @@ class Placer:
         if score is None:
             if len(self._row_scores) >= ROW_SCORE_MEMO:
                 self._row_scores.clear()
-            candidates = np.array([row], dtype=np.intp)
-            score = self._row_scores[key] = float(
-                self._score(snap, free, candidates, vec, used, skip=frozenset(self._rule_aware))[0]
-            )
+            if np.all(free[row] >= vec):
+                candidates = np.array([row], dtype=np.intp)
+                skip = frozenset(self._rule_aware)
+                score = float(self._score(snap, free, candidates, vec, used, skip=skip)[0])
+            else:
+                score = -np.inf
+            self._row_scores[key] = score
         return score
 
     def _score(

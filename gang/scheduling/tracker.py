@@ -587,8 +587,7 @@ class ClusterState:
     def register_vectors(self, pods: list[PodInfo]) -> None:
         """Give every requested resource a column before a snapshot is taken."""
         for pod in pods:
-            for name in pod.requests:
-                self.cache.index.column(name)
+            self.cache.index.requests_vector(pod.requests)
 
 
 def _status_note_only(before: PodInfo | None, after: PodInfo) -> bool:

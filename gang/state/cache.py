@@ -194,12 +194,21 @@ class ClusterCache:
         self._widen()
         return vec
 
+    def _requests_vector(self, info: PodInfo) -> Vector:
+        vec = self.index.requests_vector(info.requests)
+        self._widen()
+        return vec
+
     def _apply(self, record: PodRecord, sign: int) -> None:
         entry = self.nodes.get(record.node)
         if entry is not None:
             vec = self.index.fit(record.vector)
             self._widen()
-            self.requested[entry.row] += sign * vec
+            row = self.requested[entry.row]
+            if sign > 0:
+                row += vec
+            else:
+                row -= vec
         if record.host_ports:
             ports = self._ports.setdefault(record.node, Counter())
             for port in record.host_ports:
@@ -210,14 +219,15 @@ class ClusterCache:
     def _hold(self, record: PodRecord, info: PodInfo, sign: int) -> None:
         holder = holder_of(info)
         vec = self.index.fit(record.vector)
+        signed = vec if sign > 0 else -vec  # (a request vector is shared and read-only)
         held = self.held_by.get(holder)
-        total = sign * vec if held is None else self.index.fit(held) + sign * vec
+        total = signed.copy() if held is None else self.index.fit(held) + signed
         if total.any():
             self.held_by[holder] = total
         else:
             self.held_by.pop(holder, None)
         if self.on_hold is not None:
-            self.on_hold(holder, sign * vec)
+            self.on_hold(holder, signed)
 
     def _attach(self, record: PodRecord, info: PodInfo) -> None:
         record.info = info
@@ -321,7 +331,7 @@ class ClusterCache:
             if record.node == info.node_name and (
                 # the confirmation of our own binding carries the very requests we assumed
                 (record.info is not None and record.info.requests is info.requests)
-                or np.array_equal(self.index.fit(record.vector), self._vector(info.requests))
+                or np.array_equal(self.index.fit(record.vector), self._requests_vector(info))
             ):
                 record.state = PodState.BOUND  # ASSUMED → BOUND, or nothing new
                 if record.info is not None and holder_of(record.info) != holder_of(info):
@@ -331,7 +341,7 @@ class ClusterCache:
                 self.pods_by_label.add(info, record.node)  # labels may have changed
                 return record
             self._detach(record)
-        vector = self._vector(info.requests)
+        vector = self._requests_vector(info)
         record = PodRecord(info.key, info.uid, info.node_name, vector, PodState.BOUND, _ports(info))
         self._attach(record, info)
         return record
@@ -350,7 +360,7 @@ class ClusterCache:
         if existing is not None:
             raise ValueError(f"pod {info.key} is already {existing.state.value} on {existing.node}")
         record = PodRecord(
-            info.key, info.uid, node, self._vector(info.requests), PodState.ASSUMED, _ports(info)
+            info.key, info.uid, node, self._requests_vector(info), PodState.ASSUMED, _ports(info)
         )
         self._attach(record, info)
         return record
@@ -478,6 +488,8 @@ def holder_of(info: PodInfo) -> tuple[str, str, str]:
 
 
 def _ports(info: PodInfo) -> tuple[tuple[str, str, int], ...]:
+    if not info.constraints.host_ports:
+        return ()
     return tuple(
         (p.ip or "0.0.0.0", p.protocol or "TCP", p.port)
         for p in info.constraints.host_ports

@@ -92,7 +92,7 @@ class PodIndex:
         for pair in pod.labels.items():
             self.by_label.setdefault(pair, {})[pod.key] = pod
             self.by_key.setdefault(pair[0], {})[pod.key] = pod
-        for term_key in _terms(pod.affinity):
+        for term_key in _terms(pod.affinity) if pod.affinity else ():
             nodes = self.term_nodes.get(term_key)
             if nodes is None:
                 nodes = self.term_nodes[term_key] = Counter()

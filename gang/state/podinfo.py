@@ -660,6 +660,15 @@ def _rules(
 
 _INTERN_LIMIT: Final = 8192
 _INTERNED_RULES: dict[PodRules, PodRules] = {}
+_INTERNED_REQUESTS: dict[frozenset[tuple[str, int]], dict[str, int]] = {}
+
+
+def _interned_requests(requests: dict[str, int]) -> dict[str, int]:
+    """One shared request map per distinct request (the members of a template ask alike), so
+    its resource vector is built once (``ResourceIndex.requests_vector``). Never mutated."""
+    if len(_INTERNED_REQUESTS) >= _INTERN_LIMIT:
+        _INTERNED_REQUESTS.clear()
+    return _INTERNED_REQUESTS.setdefault(frozenset(requests.items()), requests)
 
 
 def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
@@ -885,7 +894,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         phase=_str(status.get("phase"), "status.phase") or "Pending",
         priority=_int(spec.get("priority"), "spec.priority"),
         qos_rank=qos_rank,
-        requests=pod_requests(spec),
+        requests=_interned_requests(pod_requests(spec)),
         constraints=_constraints(spec),
         group=group,
         creation_timestamp=created,

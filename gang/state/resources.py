@@ -20,12 +20,16 @@ Mask = npt.NDArray[np.bool_]
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 #: amounts below this divide exactly enough as floats (see copies_fitting)
 EXACT_FLOAT = 2**52
+#: bound on remembered request vectors (distinct request maps seen); cleared when reached
+REQUEST_VECTORS = 8192
 
 
 class ResourceIndex:
     def __init__(self, names: Iterable[str] = BASE_RESOURCES) -> None:
         self.names: list[str] = []
         self._column: dict[str, int] = {}
+        #: id(requests) -> (requests, its vector): see ``requests_vector``
+        self._requests: dict[int, tuple[Mapping[str, int], Vector]] = {}
         for name in names:
             self.column(name)
 
@@ -49,6 +53,20 @@ class ResourceIndex:
         vec = np.zeros(len(self.names), dtype=np.int64)
         for col, value in cols:
             vec[col] = value
+        return vec
+
+    def requests_vector(self, requests: Mapping[str, int]) -> Vector:
+        """``vector(requests)`` for a pod's request map, which never changes once parsed (the
+        members of a template share one, see ``gang.state.podinfo``): remembered by identity,
+        so the placer, the cache and the cycle ask for it without rebuilding it. Read-only."""
+        found = self._requests.get(id(requests))
+        if found is not None and found[0] is requests and len(found[1]) == len(self.names):
+            return found[1]
+        vec = self.vector(requests)
+        vec.flags.writeable = False
+        if len(self._requests) >= REQUEST_VECTORS:
+            self._requests.clear()
+        self._requests[id(requests)] = (requests, vec)  # held: its id is not reused meanwhile
         return vec
 
     def fit(self, vec: Vector) -> Vector:

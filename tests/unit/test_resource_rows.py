@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gang.state.resources import EXACT_FLOAT, copies_fitting, rows_fitting
+from gang.state.podinfo import parse_pod
+from gang.state.resources import EXACT_FLOAT, ResourceIndex, copies_fitting, rows_fitting
 
 amounts = st.one_of(
     st.integers(-(10**6), 10**13),  # millicores, bytes: what clusters hold
@@ -62,3 +63,25 @@ def test_copies_fitting_needs_a_request() -> None:
         assert "asks for nothing" in str(err)
     else:
         raise AssertionError("no error for an empty request")
+
+
+def test_a_pods_request_vector_is_built_once_per_request_map_and_cannot_be_written() -> None:
+    """Members of a template share one parsed request map (interned at parse), and its vector
+    is remembered by identity; a column added later gives a wider vector, built afresh."""
+
+    def pod(name: str, gpus: str) -> dict[str, object]:
+        limits = {"cpu": "1", "nvidia.com/gpu": gpus}
+        container = {"name": "c", "image": "x", "resources": {"limits": limits}}
+        return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"containers": [container]}}
+
+    a, b, other = (parse_pod(pod("a", "2")), parse_pod(pod("b", "2")), parse_pod(pod("c", "4")))
+    assert a.requests is b.requests and a.requests is not other.requests
+    index = ResourceIndex()
+    vec = index.requests_vector(a.requests)
+    assert index.requests_vector(b.requests) is vec
+    assert index.describe(vec) == {"cpu": 1000, "nvidia.com/gpu": 2, "pods": 1}
+    assert not vec.flags.writeable
+    index.column("example.com/fpga")
+    wider = index.requests_vector(a.requests)
+    assert len(wider) == len(vec) + 1 and np.array_equal(wider[: len(vec)], vec)
+    assert index.describe(index.requests_vector(other.requests))["nvidia.com/gpu"] == 4
