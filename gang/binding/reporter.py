@@ -139,10 +139,10 @@ class KubeReporter:
     ) -> None:
         """Queue an Event; its body is built when it is posted (Events are posted at
         ``event_qps``, far slower than pods bind, so most of a burst's wait here)."""
-        try:
-            self._events.put_nowait((namespace, involved, kind, reason, message, rfc3339_now()))
-        except asyncio.QueueFull:
+        if self._events.full():  # a burst (every bound pod's Scheduled): drop, as cheaply
             self.dropped_events += 1
+            return
+        self._events.put_nowait((namespace, involved, kind, reason, message, rfc3339_now()))
 
     def _event(self, pending: _Pending) -> dict[str, Any]:
         namespace, involved, kind, reason, message, when = pending
