@@ -11,6 +11,14 @@ filter and the scores are vector operations over all nodes; the label/taint filt
 once per distinct pod template and node-set version and are cached (members of a gang share a
 template, and gangs often share one with each other).
 
+Consecutive gangs of one template (a job's replicas) are placed on snapshots that differ only
+where the earlier gangs went, so the placer carries its work from one to the next: the slot
+counts behind the packing domains' capacities (``_Slots``) and the last gang's Filter/Score pass
+in each domain (``_Carried``) are redone only for the rows whose free capacity moved. Each is
+checked against the snapshot it is used on (node-set version, allocatable, the rows' free
+capacity), so a stale one is never used: a long-lived placer answers exactly as a fresh one
+(``tests/unit/test_placement_carry.py``).
+
 Gang packing: distributed training is sensitive to the network between workers, so when the
 ``gang_packing`` weight is on, the placer first tries to fit the whole gang inside one topology
 domain (``topology_key``, default zone) — the domain already holding its bound members first,
