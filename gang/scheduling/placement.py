@@ -78,7 +78,7 @@ from gang.scheduling.topologyfit import Chosen, Leader, choose, choose_with_lead
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
-from gang.state.resources import ResourceIndex, Vector, copies_fitting
+from gang.state.resources import ResourceIndex, Vector, copies_fitting, rows_differing
 from gang.state.topology import DomainTree
 
 Key = tuple[str, str]
@@ -143,11 +143,11 @@ class _Carried:
     inside the domain, only where the earlier gang went: its own members, now assumed. So the
     next gang's first member need not filter and score the domain afresh; it re-judges the rows
     whose free capacity differs from ``free`` (and the row the last member took) and keeps the
-    rest. Valid only while nothing else the local plugins read has moved: the node set
-    (``version``), allocatable (the shared array, by identity) and the domains in use."""
+    rest. Valid only while nothing else the local plugins read has moved: the node set (the
+    placer drops every carried pass when its version moves), allocatable (the shared array, by
+    identity) and the domains in use."""
 
     previous: _Previous
-    version: int
     allocatable: npt.NDArray[np.int64]
     used: frozenset[int]
     free: npt.NDArray[np.int64]  # the domain's rows of free capacity, after its last member
@@ -156,9 +156,9 @@ class _Carried:
 @dataclass(slots=True)
 class _Slots:
     """How many members of one template each row holds, and the free capacity it was counted
-    on: the next gang's count redoes only the rows whose free capacity moved since."""
+    on: the next gang's count redoes only the rows whose free capacity moved since (dropped,
+    like ``_Carried``, when the node-set version moves)."""
 
-    version: int
     allocatable: npt.NDArray[np.int64]
     free: npt.NDArray[np.int64]  # a private copy, kept equal to what ``per_node`` counts
     per_node: npt.NDArray[np.int64]
@@ -522,20 +522,16 @@ class Placer:
         free = snap.free
         if (
             kept is None
-            or kept.version != snap.version
             or kept.allocatable is not snap.allocatable
             or kept.free.shape != free.shape
         ):
             if len(self._slot_counts) >= CARRIED_PASSES:
                 self._slot_counts.clear()
             per_node = self._slots(snap, pod, vec, most)
-            kept = self._slot_counts[key] = _Slots(
-                snap.version, snap.allocatable, free.copy(), per_node
-            )
+            kept = self._slot_counts[key] = _Slots(snap.allocatable, free.copy(), per_node)
             return kept.per_node
-        moved = np.flatnonzero(free != kept.free)
-        if len(moved):
-            rows = np.array(sorted(set((moved // free.shape[1]).tolist())), dtype=np.intp)
+        rows = rows_differing(kept.free, free)
+        if len(rows):
             counts = copies_fitting(free[rows], vec)
             counts[~self.static(snap, pod.constraints).mask[rows]] = 0
             kept.per_node[rows] = counts
@@ -642,7 +638,9 @@ class Placer:
             view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
             signature = (pod.constraints, pod.rules, vec.tobytes())
             if previous is None and carry is not None:
-                previous = self._take_carried(snap, free, signature, carry, used_domains, quota)
+                previous = self._take_carried(
+                    snap, free, signature, vec, carry, used_domains, quota
+                )
             if (
                 previous is not None
                 and previous.signature == signature
@@ -650,7 +648,8 @@ class Placer:
                 and not pod.constraints.host_ports
                 and previous.domains_used == len(used_domains)
             ):
-                self._rejudge_last(snap, free, previous, vec, used_domains, quota)
+                # only the row the previous member took has changed for the local plugins
+                self._rejudge(snap, free, previous, previous.last, vec, used_domains, quota)
                 row = self._choose(view, previous.candidates, previous.scores, active, used_domains)
                 if row is not None:
                     free[row] -= vec
@@ -723,7 +722,6 @@ class Placer:
             self._carried.clear()
         self._carried[(previous.signature, domain)] = _Carried(
             previous,
-            snap.version,
             snap.allocatable,
             frozenset(used),
             free[self._rows_of_domain(domain)],
@@ -734,6 +732,7 @@ class Placer:
         snap: Snapshot,
         free: npt.NDArray[np.int64],
         signature: tuple[Constraints, PodRules, bytes],
+        vec: Vector,
         domain: int,
         used: set[int],
         quota: _Quota | None,
@@ -745,7 +744,6 @@ class Placer:
         if (
             carried is None
             or not self._carry_applies(snap, quota)
-            or carried.version != snap.version
             or carried.allocatable is not snap.allocatable
             or carried.used != used
             or signature[0].host_ports
@@ -753,9 +751,8 @@ class Placer:
             return None
         previous = carried.previous
         rows = self._rows_of_domain(domain)
-        now = free[rows]
-        if not np.array_equal(now, carried.free):
-            changed = rows[np.flatnonzero((now != carried.free).any(axis=1))]
+        changed = rows[rows_differing(carried.free, free[rows])]
+        if len(changed):
             static = self.static(snap, signature[0]).mask
             at = np.searchsorted(previous.candidates, changed)
             inside = at < len(previous.candidates)
@@ -763,7 +760,6 @@ class Placer:
             known[inside] = previous.candidates[at[inside]] == changed[inside]
             if (static[changed] & ~known).any():
                 return None  # a row that failed the filters may pass them now
-            vec = np.frombuffer(signature[2], dtype=np.int64)
             for row in changed[known]:
                 self._rejudge(snap, free, previous, int(row), vec, used, quota)
         return previous
@@ -820,18 +816,6 @@ class Placer:
                 total[ok] += weight * normalized
         best = int(np.argmax(total))
         return None if total[best] == -np.inf else int(candidates[best])
-
-    def _rejudge_last(
-        self,
-        snap: Snapshot,
-        free: npt.NDArray[np.int64],
-        previous: _Previous,
-        vec: Vector,
-        used: set[int],
-        quota: _Quota | None,
-    ) -> None:
-        """Re-judge, by the local plugins, only the row the previous member took."""
-        self._rejudge(snap, free, previous, previous.last, vec, used, quota)
 
     def _rejudge(
         self,

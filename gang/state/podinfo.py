@@ -23,7 +23,7 @@ import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from gang.models.groupapis import api_of_group, workload_group
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
@@ -653,12 +653,11 @@ def _rules(
         return NO_RULES
     # the members of a gang state the same rules: one shared object each (memory, and the
     # placer's same-template test becomes an identity check)
-    if len(_INTERNED_RULES) >= _INTERN_LIMIT:
-        _INTERNED_RULES.clear()
-    return _INTERNED_RULES.setdefault(rules, rules)
+    return _interned(_INTERNED_RULES, rules, rules)
 
 
 _INTERN_LIMIT: Final = 8192
+T = TypeVar("T")
 _INTERNED_RULES: dict[PodRules, PodRules] = {}
 _INTERNED_REQUESTS: dict[frozenset[tuple[str, int]], dict[str, int]] = {}
 
@@ -666,9 +665,15 @@ _INTERNED_REQUESTS: dict[frozenset[tuple[str, int]], dict[str, int]] = {}
 def _interned_requests(requests: dict[str, int]) -> dict[str, int]:
     """One shared request map per distinct request (the members of a template ask alike), so
     its resource vector is built once (``ResourceIndex.requests_vector``). Never mutated."""
-    if len(_INTERNED_REQUESTS) >= _INTERN_LIMIT:
-        _INTERNED_REQUESTS.clear()
-    return _INTERNED_REQUESTS.setdefault(frozenset(requests.items()), requests)
+    return _interned(_INTERNED_REQUESTS, frozenset(requests.items()), requests)
+
+
+def _interned(table: dict[Any, T], key: Any, value: T) -> T:
+    """The value already kept for ``key``, else ``value``, kept (the table is emptied when it
+    reaches ``_INTERN_LIMIT``: interning saves memory and work, it is never needed)."""
+    if len(table) >= _INTERN_LIMIT:
+        table.clear()
+    return table.setdefault(key, value)
 
 
 def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:

@@ -96,6 +96,16 @@ def rows_fitting(free: Matrix, vec: Vector) -> Mask:
     return result
 
 
+def rows_differing(before: Matrix, after: Matrix) -> npt.NDArray[np.intp]:
+    """The rows (ascending) where two matrices of one shape differ in any column: one
+    element-wise comparison, then the few differing elements' rows (a few times faster than
+    ``(before != after).any(axis=1)`` when few rows moved)."""
+    moved = np.flatnonzero(before != after)
+    if not len(moved):
+        return np.zeros(0, dtype=np.intp)
+    return np.array(sorted(set((moved // before.shape[1]).tolist())), dtype=np.intp)
+
+
 def copies_fitting(free: Matrix, vec: Vector) -> Vector:
     """Per row: how many copies of ``vec`` fit in it, counting only the columns ``vec`` asks
     for (at least 0); ``vec`` must ask for something.

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gang.state.podinfo import parse_pod
-from gang.state.resources import EXACT_FLOAT, ResourceIndex, copies_fitting, rows_fitting
+from gang.state.resources import (
+    EXACT_FLOAT,
+    ResourceIndex,
+    copies_fitting,
+    rows_differing,
+    rows_fitting,
+)
 
 amounts = st.one_of(
     st.integers(-(10**6), 10**13),  # millicores, bytes: what clusters hold
@@ -53,6 +59,20 @@ def test_copies_fitting_is_the_floor_of_the_scarcest_requested_column(
     exact = expected < EXACT_FLOAT
     assert got[exact].tolist() == expected[exact].tolist()
     assert (got[~exact] >= EXACT_FLOAT).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(matrix_and_vector(), st.lists(st.tuples(st.integers(0, 39), st.integers(0, 5))))
+def test_rows_differing_are_the_rows_with_any_column_changed(
+    case: tuple[np.ndarray, np.ndarray], edits: list[tuple[int, int]]
+) -> None:
+    before, _ = case
+    after = before.copy()
+    for row, col in edits:
+        if row < after.shape[0] and col < after.shape[1]:
+            after[row, col] += 1
+    expected = np.flatnonzero((before != after).any(axis=1)).tolist()
+    assert rows_differing(before, after).tolist() == expected
 
 
 def test_copies_fitting_needs_a_request() -> None:
