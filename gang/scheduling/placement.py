@@ -78,7 +78,13 @@ from gang.scheduling.topologyfit import Chosen, Leader, choose, choose_with_lead
 from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
-from gang.state.resources import ResourceIndex, Vector, copies_fitting, rows_differing
+from gang.state.resources import (
+    ResourceIndex,
+    Vector,
+    copies_fitting,
+    copies_fitting_rows,
+    rows_differing,
+)
 from gang.state.topology import DomainTree
 
 Key = tuple[str, str]
@@ -162,6 +168,8 @@ class _Slots:
     allocatable: npt.NDArray[np.int64]
     free: npt.NDArray[np.int64]  # a private copy, kept equal to what ``per_node`` counts
     per_node: npt.NDArray[np.int64]
+    #: per packing domain: the sum of ``per_node`` over its rows (kept with it)
+    capacity: list[int]
 
 
 @dataclass(slots=True)
@@ -509,34 +517,46 @@ class Placer:
         result: npt.NDArray[np.int64] = np.where(static, most, 0).astype(np.int64)
         return result
 
-    def _slots_kept(
-        self, snap: Snapshot, pod: PodInfo, vec: Vector, most: int
-    ) -> npt.NDArray[np.int64]:
-        """``_slots`` on the snapshot's free capacity, recounting only the rows whose free
-        capacity differs from the last count for this template (consecutive gangs of one
-        template differ where the last one went). The result is the kept count: read it only."""
-        if not (vec > 0).any():
-            return self._slots(snap, pod, vec, most)
+    def _slots_kept(self, snap: Snapshot, pod: PodInfo, vec: Vector, most: int) -> _Slots:
+        """``_slots`` on the snapshot's free capacity and the packing domains' sums of it,
+        recounting only the rows whose free capacity differs from the last count for this
+        template (consecutive gangs of one template differ where the last one went). The
+        result is the kept count: read it only."""
         key = (pod.constraints, vec.tobytes())
         kept = self._slot_counts.get(key)
         free = snap.free
+        asks = bool((vec > 0).any())
         if (
             kept is None
+            or not asks
             or kept.allocatable is not snap.allocatable
             or kept.free.shape != free.shape
         ):
             if len(self._slot_counts) >= CARRIED_PASSES:
                 self._slot_counts.clear()
             per_node = self._slots(snap, pod, vec, most)
-            kept = self._slot_counts[key] = _Slots(snap.allocatable, free.copy(), per_node)
-            return kept.per_node
+            labelled = self._labelled
+            sums = np.bincount(
+                self._domains[labelled],
+                weights=per_node[labelled],
+                minlength=int(self._domains.max()) + 1,
+            )
+            kept = _Slots(snap.allocatable, free.copy(), per_node, [int(c) for c in sums])
+            if asks:  # a request of nothing counts every row alike, and is not kept
+                self._slot_counts[key] = kept
+            return kept
         rows = rows_differing(kept.free, free)
         if len(rows):
-            counts = copies_fitting(free[rows], vec)
+            counts = copies_fitting_rows(free, rows, vec)
             counts[~self.static(snap, pod.constraints).mask[rows]] = 0
-            kept.per_node[rows] = counts
+            domains, per_node, capacity = self._domains, kept.per_node, kept.capacity
+            for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
+                domain = int(domains[row])
+                if domain >= 0:
+                    capacity[domain] += count - int(per_node[row])
+            per_node[rows] = counts
             kept.free[rows] = free[rows]
-        return kept.per_node
+        return kept
 
     def _spreads_over_domains(self, pod: PodInfo) -> bool:
         """The pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
@@ -593,12 +613,11 @@ class Placer:
         self, snap: Snapshot, pods: Sequence[PodInfo], vectors: dict[Key, Vector], anchors: set[int]
     ) -> list[int]:
         """Domains that might hold all of ``pods``: the anchors' first, then tightest fit first."""
-        if not len(self._domains) or self._domains.max() < 0:
+        if not self._labelled.any():
             return []
-        per_node = self._slots_kept(snap, pods[0], vectors[pods[0].key], len(pods))
-        labelled = self._labelled
-        capacity = np.bincount(self._domains[labelled], weights=per_node[labelled])
-        fitting = [d for d in range(len(capacity)) if capacity[d] >= len(pods)]
+        need = len(pods)
+        capacity = self._slots_kept(snap, pods[0], vectors[pods[0].key], need).capacity
+        fitting = [d for d, c in enumerate(capacity) if c >= need]
         fitting.sort(key=lambda d: (d not in anchors, capacity[d], d))
         return fitting[:MAX_DOMAIN_TRIES]
 

@@ -155,12 +155,15 @@ def test_slot_counts_follow_capacity_that_comes_back() -> None:
     probe = _members(1, 0, 1)[0]
     vec = cache.index.fit(cache.index.vector(probe.requests))
     snap = cache.snapshot()
-    full = placer._slots_kept(snap, probe, vec, 1)[snap.valid]
-    assert sorted(full.tolist()) == [0, 8, 8, 8]
+    kept = placer._slots_kept(snap, probe, vec, 1)
+    assert sorted(kept.per_node[snap.valid].tolist()) == [0, 8, 8, 8]
+    assert kept.capacity == [24]  # the zone's sum, kept with the rows
     for pod in first:
         cache.forget(pod.key)
     snap = cache.snapshot()
-    assert placer._slots_kept(snap, probe, vec, 1)[snap.valid].tolist() == [8, 8, 8, 8]
+    kept = placer._slots_kept(snap, probe, vec, 1)
+    assert kept.per_node[snap.valid].tolist() == [8, 8, 8, 8]
+    assert kept.capacity == [32]
 
 
 def test_a_node_that_did_not_fit_the_carried_pass_is_judged_again_once_freed() -> None:

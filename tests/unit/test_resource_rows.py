@@ -14,6 +14,7 @@ from gang.state.resources import (
     EXACT_FLOAT,
     ResourceIndex,
     copies_fitting,
+    copies_fitting_rows,
     rows_differing,
     rows_fitting,
 )
@@ -56,6 +57,27 @@ def test_copies_fitting_is_the_floor_of_the_scarcest_requested_column(
     got = copies_fitting(free, vec)
     assert got.dtype == np.int64
     # a count of copies beyond what a float holds exactly is "more than any gang asks"
+    exact = expected < EXACT_FLOAT
+    assert got[exact].tolist() == expected[exact].tolist()
+    assert (got[~exact] >= EXACT_FLOAT).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(matrix_and_vector(), st.data())
+def test_copies_fitting_rows_counts_the_chosen_rows_as_copies_fitting_does(
+    case: tuple[np.ndarray, np.ndarray], data: st.DataObject
+) -> None:
+    """Few rows (Python integers) or many (numpy): the same counts as ``copies_fitting`` on
+    the rows taken out."""
+    free, vec = case
+    height = free.shape[0]
+    rows = np.array(
+        sorted(data.draw(st.sets(st.integers(0, max(height - 1, 0)), max_size=height))),
+        dtype=np.intp,
+    )
+    got = copies_fitting_rows(free, rows, vec)
+    expected = copies_fitting(free[rows], vec)
+    assert got.dtype == np.int64
     exact = expected < EXACT_FLOAT
     assert got[exact].tolist() == expected[exact].tolist()
     assert (got[~exact] >= EXACT_FLOAT).all()
