@@ -299,8 +299,7 @@ class Cycle:
     ) -> str | None:
         """The cache assumption first (always), then the Reserve plugins in order; on a refusal
         everything this call reserved is undone, plugins in reverse order."""
-        for key, node in assignments.items():
-            self.state.cache.assume(pods[key], node)
+        self.state.cache.assume_all([(pods[key], node) for key, node in assignments.items()])
         members = {k: n for k, n in assignments.items() if k in gang.members}
         done: list[ReservePlugin] = []
         refusal: str | None = None

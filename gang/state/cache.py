@@ -33,7 +33,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -164,6 +164,11 @@ class ClusterCache:
         #: four until it moves, so a cycle copies only what pods change (``free``)
         self._node_rows_changed = 0
         self._shared: tuple[int, list[str], list[NodeFacts | None], Mask, Matrix] | None = None
+        #: one past the highest row a node was ever given. Snapshots cover these rows only:
+        #: the rest is room the matrices grew into (doubling: 8,192 rows for 5,000 nodes), all
+        #: invalid, and every cycle's whole-matrix work would pay for it. A removed node's row
+        #: is the next one handed out, so the rows in use stay packed at the front.
+        self._rows_used = 0
 
     # --- shape ---------------------------------------------------------------------------
 
@@ -217,9 +222,11 @@ class ClusterCache:
                     del ports[port]
 
     def _hold(self, record: PodRecord, info: PodInfo, sign: int) -> None:
-        holder = holder_of(info)
         vec = self.index.fit(record.vector)
-        signed = vec if sign > 0 else -vec  # (a request vector is shared and read-only)
+        self._add_held(holder_of(info), vec if sign > 0 else -vec)
+
+    def _add_held(self, holder: tuple[str, str, str], signed: Vector) -> None:
+        """Add ``signed`` (read-only: request vectors are shared) to what ``holder`` holds."""
         held = self.held_by.get(holder)
         total = signed.copy() if held is None else self.index.fit(held) + signed
         if total.any():
@@ -229,9 +236,10 @@ class ClusterCache:
         if self.on_hold is not None:
             self.on_hold(holder, signed)
 
-    def _attach(self, record: PodRecord, info: PodInfo) -> None:
+    def _attach(self, record: PodRecord, info: PodInfo, hold: bool = True) -> None:
         record.info = info
-        self._hold(record, info, +1)
+        if hold:
+            self._hold(record, info, +1)
         self.priorities[info.priority] += 1
         self.pods[record.key] = record
         self.pods_by_label.add(info, record.node)
@@ -282,6 +290,7 @@ class ClusterCache:
             if not self._free_rows:
                 self._grow()
             row = self._free_rows.pop()
+            self._rows_used = max(self._rows_used, row + 1)
             entry = NodeEntry(name, row, facts, allocatable)
             self.nodes[name] = entry
             self.names[row] = name
@@ -356,14 +365,36 @@ class ClusterCache:
 
     def assume(self, info: PodInfo, node: str) -> PodRecord:
         """Reserve ``node`` for a pod we decided to place; counted at once."""
-        existing = self.pods.get(info.key)
-        if existing is not None:
-            raise ValueError(f"pod {info.key} is already {existing.state.value} on {existing.node}")
-        record = PodRecord(
-            info.key, info.uid, node, self._requests_vector(info), PodState.ASSUMED, _ports(info)
-        )
-        self._attach(record, info)
-        return record
+        self.assume_all([(info, node)])
+        return self.pods[info.key]
+
+    def assume_all(self, placed: Sequence[tuple[PodInfo, str]]) -> None:
+        """``assume`` for a gang's placement at once: what each gang holds moves once, by the
+        sum of its members (one ``on_hold`` per gang, not per pod). Nothing is assumed if one
+        of the pods is already counted (ValueError)."""
+        keys = {info.key for info, _ in placed}
+        if len(keys) < len(placed):
+            raise ValueError("a pod is placed twice")
+        for info, _ in placed:
+            existing = self.pods.get(info.key)
+            if existing is not None:
+                raise ValueError(
+                    f"pod {info.key} is already {existing.state.value} on {existing.node}"
+                )
+        held: dict[tuple[str, str, str], Vector] = {}
+        for info, node in placed:
+            vec = self._requests_vector(info)
+            record = PodRecord(info.key, info.uid, node, vec, PodState.ASSUMED, _ports(info))
+            self._attach(record, info, hold=False)
+            holder = holder_of(info)
+            total = held.get(holder)
+            if total is None:
+                held[holder] = vec.copy()
+            else:  # (widened if this member's request added a column)
+                held[holder] = total = self.index.fit(total)
+                total += vec
+        for holder, total in held.items():
+            self._add_held(holder, total)
 
     def forget(self, key: Key) -> bool:
         """Undo an assumption (unreserve). A pod already seen BOUND is a fact and stays."""
@@ -392,7 +423,7 @@ class ClusterCache:
     def domains(self) -> NodeDomains:
         """Topology domains of the current node set (rebuilt when its version moves)."""
         if self._domains_version != self.version:
-            self._domains = NodeDomains(list(self.facts), hypernodes=self.hypernodes)
+            self._domains = NodeDomains(self.facts[: self._rows()], hypernodes=self.hypernodes)
             self._domains_version = self.version
         return self._domains
 
@@ -404,16 +435,22 @@ class ClusterCache:
         self._domains_version = -1
         return True
 
+    def _rows(self) -> int:
+        """How many rows snapshots cover: those nodes were given (at least one, so that
+        reductions over rows have something to reduce)."""
+        return max(self._rows_used, 1)
+
     def snapshot(self) -> Snapshot:
         self._widen()
+        rows = self._rows()
         shared = self._shared
         if shared is None or shared[0] != self._node_rows_changed:
-            valid, allocatable = self.valid.copy(), self.allocatable.copy()
+            valid, allocatable = self.valid[:rows].copy(), self.allocatable[:rows].copy()
             valid.flags.writeable = allocatable.flags.writeable = False
             shared = (
                 self._node_rows_changed,
-                list(self.names),
-                list(self.facts),
+                self.names[:rows],
+                self.facts[:rows],
                 valid,
                 allocatable,
             )
@@ -424,7 +461,7 @@ class ClusterCache:
             facts=facts,
             valid=valid,
             allocatable=allocatable,
-            free=self.allocatable - self.requested,
+            free=self.allocatable[:rows] - self.requested[:rows],
             version=self.version,
             used_ports={name: Counter(c) for name, c in self._ports.items() if c},
             domains=self.domains(),

@@ -224,6 +224,36 @@ def test_more_nodes_than_capacity_grow_the_matrices() -> None:
         assert free(cache, f"n{i}")["cpu"] == (i + 1) * 1000 - 500
 
 
+def test_snapshots_cover_the_rows_nodes_were_given_not_the_room_to_grow() -> None:
+    """Grown to 128 rows for 70 nodes, a snapshot has 70 rows, its topology domains too; a
+    removed node's row stays (invalid) and is the next one handed out."""
+    cache = ClusterCache(capacity=64)
+    for i in range(70):
+        cache.upsert_node(make_node(f"n{i}", zone=f"z{i % 2}"))
+    assert cache.allocatable.shape[0] == 128
+    snap = cache.snapshot()
+    assert snap.free.shape[0] == snap.allocatable.shape[0] == len(snap.names) == 70
+    assert len(snap.valid) == len(snap.facts) == 70 and snap.valid.all()
+    zones = snap.domains(ZONE).per_node(np.array([True, False]), False)
+    assert len(zones) == 70 and int(zones.sum()) == 35
+
+    gone = row_of(cache, "n5")
+    cache.remove_node("n5")
+    snap = cache.snapshot()
+    assert len(snap.names) == 70 and not snap.valid[gone] and snap.names[gone] == ""
+    cache.upsert_node(make_node("late"))
+    assert row_of(cache, "late") == gone
+    snap = cache.snapshot()
+    assert len(snap.names) == 70 and snap.names[gone] == "late" and snap.valid.all()
+    cache.check()
+
+
+def test_a_cluster_without_nodes_has_a_one_row_snapshot() -> None:
+    """Nothing to place on, but a row to reduce over (an all-invalid one)."""
+    snap = ClusterCache().snapshot()
+    assert snap.free.shape[0] == 1 and not snap.valid.any()
+
+
 # --------------------------------------------------------------------------------------------
 # Pods reported by the informer
 
@@ -380,6 +410,62 @@ def test_assume_refuses_a_pod_the_cache_already_holds() -> None:
     assert requested(cache, "n1") == {"cpu": 2000, "pods": 2}
 
 
+def test_assume_all_counts_as_assuming_each_and_moves_each_gang_once() -> None:
+    """A gang's placement assumed at once: the same nodes' use and holdings as one pod at a
+    time, told to the hook once per gang, with the sum (one member asks for a resource no
+    earlier one did: the sum widens)."""
+    members = [
+        replace(make_info("a", cpu="1"), group="g"),
+        replace(make_info("b", cpu="2", gpu=1), group="g"),
+        replace(make_info("c", cpu="1"), group="h"),
+    ]
+    placed = [(members[0], "n1"), (members[1], "n2"), (members[2], "n1")]
+    told: dict[ClusterCache, list[tuple[tuple[str, str, str], dict[str, int]]]] = {}
+    caches = []
+    for _ in range(2):
+        cache = ClusterCache()
+        for name in ("n1", "n2"):
+            cache.upsert_node(make_node(name, extra={"nvidia.com/gpu": 8}))
+        calls = told[cache] = []
+        cache.on_hold = lambda holder, vec, calls=calls, cache=cache: calls.append(
+            (holder, cache.index.describe(vec))
+        )
+        caches.append(cache)
+    one_by_one, at_once = caches
+    for info, node in placed:
+        one_by_one.assume(info, node)
+    at_once.assume_all(placed)
+    for node in ("n1", "n2"):
+        assert requested(at_once, node) == requested(one_by_one, node)
+    assert {h: at_once.index.describe(v) for h, v in at_once.held_by.items()} == {
+        ("default", "g", ""): {"cpu": 3000, "nvidia.com/gpu": 1, "pods": 2},
+        ("default", "h", ""): {"cpu": 1000, "pods": 1},
+    }
+    assert {h: one_by_one.index.describe(v) for h, v in one_by_one.held_by.items()} == {
+        h: at_once.index.describe(v) for h, v in at_once.held_by.items()
+    }
+    assert told[at_once] == [
+        (("default", "g", ""), {"cpu": 3000, "nvidia.com/gpu": 1, "pods": 2}),
+        (("default", "h", ""), {"cpu": 1000, "pods": 1}),
+    ]
+    assert len(told[one_by_one]) == 3
+    at_once.check()
+
+
+def test_assume_all_assumes_nothing_if_one_pod_is_already_counted() -> None:
+    cache = ClusterCache()
+    cache.upsert_node(make_node("n1"))
+    cache.assume(make_info("b", cpu="1"), "n1")
+    with pytest.raises(ValueError, match="Assumed on n1"):
+        cache.assume_all([(make_info("a", cpu="1"), "n1"), (make_info("b", cpu="1"), "n1")])
+    with pytest.raises(ValueError, match="placed twice"):
+        cache.assume_all([(make_info("c", cpu="1"), "n1"), (make_info("c", cpu="1"), "n1")])
+    assert cache.state_of(("default", "a")) is None
+    assert cache.state_of(("default", "c")) is None
+    assert requested(cache, "n1") == {"cpu": 1000, "pods": 1}
+    cache.check()
+
+
 def test_assumed_pod_deleted_or_finished_releases() -> None:
     cache = ClusterCache()
     cache.upsert_node(make_node("n1"))
@@ -494,7 +580,8 @@ def test_a_new_extended_resource_widens_the_matrices() -> None:
     assert free(cache, "gpu")["example.com/fpga"] == -2
 
     snap = cache.snapshot()
-    assert snap.free.shape == snap.allocatable.shape == cache.allocatable.shape
+    # every column; the rows nodes were given (not the room the matrices keep to grow into)
+    assert snap.free.shape == snap.allocatable.shape == (2, cache.allocatable.shape[1])
 
 
 def test_assumed_extended_resource_before_any_node_has_it() -> None:
