@@ -58,6 +58,13 @@ def frames(buffer: bytearray) -> list[tuple[bytes, int, bytes, bytes]]:
 
 #: the least time between two writes to one pipe (a few frames' worth of bindings)
 FLUSH_INTERVAL = 0.001
+#: the same for a worker's answers. Every write wakes the scheduler's core for its read, its
+#: frames and the binding slots it frees, and slots freed a few at a time send the gangs waiting
+#: for them a few members at a time. Answers a few milliseconds apart cost a binding's round
+#: trip about that much (tens of milliseconds under load) and the scheduler 15 % less CPU per
+#: bound pod than at 1 ms (simulator, many-core profile, 5,000 nodes, one worker: 145-152
+#: against 169-188 µs), the worker 12 % less.
+ANSWER_FLUSH_INTERVAL = 0.005
 
 
 class FrameWriter:

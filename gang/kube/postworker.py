@@ -4,7 +4,8 @@ Why a process of its own: see ``gang.kube.postpool``. This side owns nothing but
 keep-alive pool to the API server (``gang.kube.leanhttp``, the same code the scheduler uses in
 process): it reads request frames from stdin, sends each at once — how many are in flight is
 bounded by the scheduler's binding slots, so nothing bounds it again here — and writes each
-answer frame to stdout as it comes, several answers in one write (``FrameWriter``).
+answer frame to stdout as it comes, the answers of a few milliseconds in one write
+(``FrameWriter``, ``ANSWER_FLUSH_INTERVAL``).
 
 It exits when stdin closes (the scheduler stopped, or died: no worker outlives it), once the
 requests in flight are answered.
@@ -24,7 +25,15 @@ from typing import Any
 import orjson
 
 from gang.kube.leanhttp import LeanError, LeanHTTP, ssl_context_of
-from gang.kube.postframes import ANSWER, CONFIG, REQUEST, FrameWriter, frame, frames
+from gang.kube.postframes import (
+    ANSWER,
+    ANSWER_FLUSH_INTERVAL,
+    CONFIG,
+    REQUEST,
+    FrameWriter,
+    frame,
+    frames,
+)
 
 log = logging.getLogger("gang.kube.postworker")
 
@@ -63,7 +72,7 @@ class Worker(asyncio.Protocol):
         self.headers: dict[str, str] = {}
         self.buffer = bytearray()
         self.tasks: set[asyncio.Task[None]] = set()
-        self.answers = FrameWriter(self._write)
+        self.answers = FrameWriter(self._write, ANSWER_FLUSH_INTERVAL)
         self.finished = asyncio.Event()
         self.stdin_open = True
 
