@@ -654,7 +654,6 @@ class Placer:
             vec = vectors[pod.key]
             skip = self._skipped(pod, snap, placed)
             active = [p for p in self._rule_aware if p not in skip]
-            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
             signature = (pod.constraints, pod.rules, vec.tobytes())
             if previous is None and carry is not None:
                 previous = self._take_carried(
@@ -669,7 +668,17 @@ class Placer:
             ):
                 # only the row the previous member took has changed for the local plugins
                 self._rejudge(snap, free, previous, previous.last, vec, used_domains, quota)
-                row = self._choose(view, previous.candidates, previous.scores, active, used_domains)
+                row = (
+                    self._choose(
+                        NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed),
+                        previous.candidates,
+                        previous.scores,
+                        active,
+                        used_domains,
+                    )
+                    if active
+                    else _best(previous.candidates, previous.scores)  # a plain pod
+                )
                 if row is not None:
                     free[row] -= vec
                     chosen[pod.key] = row
@@ -677,6 +686,7 @@ class Placer:
                     previous.last = row
                     _spend(quota, row, previous)
                     continue
+            view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
             static = self.static(snap, pod.constraints)
             fit = static.mask if rows is None else static.mask & rows
             if quota is not None:
@@ -794,10 +804,7 @@ class Placer:
         """The best row among ``candidates`` (local scores ``local``, -inf: no longer fits)
         once the active rule-aware plugins have filtered and scored them; None if none is left."""
         if not active:  # a plain pod: the local scores decide
-            if not len(local):
-                return None
-            best = int(np.argmax(local))
-            return None if local[best] == -np.inf else int(candidates[best])
+            return _best(candidates, local)
         passed: Mask | None = None  # every row the active rule filters let through
         for plugin in self.node_filters:
             if plugin in active:
@@ -1148,6 +1155,14 @@ def _unlabelled_note(tree: DomainTree) -> str:
     if not missing:
         return ""
     return "; " + ", ".join(f"{n} node(s) lack label {key}" for key, n in missing.items())
+
+
+def _best(candidates: npt.NDArray[np.intp], local: npt.NDArray[np.float64]) -> int | None:
+    """The candidate with the highest score (the lowest row of a tie); None if none fits."""
+    if not len(local):
+        return None
+    best = int(np.argmax(local))
+    return None if local[best] == -np.inf else int(candidates[best])
 
 
 def _copy_ports(ports: Ports) -> Ports:
