@@ -13,11 +13,11 @@ template, and gangs often share one with each other).
 
 Consecutive gangs of one template (a job's replicas) are placed on snapshots that differ only
 where the earlier gangs went, so the placer carries its work from one to the next: the slot
-counts behind the packing domains' capacities (``_Slots``) and the last gang's Filter/Score pass
-in each domain (``_Carried``) are redone only for the rows whose free capacity moved. Each is
-checked against the snapshot it is used on (node-set version, allocatable, the rows' free
-capacity), so a stale one is never used: a long-lived placer answers exactly as a fresh one
-(``tests/unit/test_placement_carry.py``).
+counts behind the packing domains' capacities and their sums per domain (``_Slots``), and the
+last gang's Filter/Score pass in each domain (``_Carried``), are redone only for the rows whose
+free capacity moved. Each is checked against the snapshot it is used on (node-set version,
+allocatable, the rows' free capacity), so a stale one is never used: a long-lived placer answers
+exactly as a fresh one (``tests/unit/test_placement_carry.py``).
 
 Gang packing: distributed training is sensitive to the network between workers, so when the
 ``gang_packing`` weight is on, the placer first tries to fit the whole gang inside one topology
