@@ -338,9 +338,7 @@ class Placer:
         """
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
-        vectors = {
-            p.key: self.index.fit(self.index.requests_vector(p.requests))[:width] for p in pods
-        }
+        vectors = {p.key: self.index.requests_vector(p.requests)[:width] for p in pods}
         if len({v.tobytes() for v in vectors.values()}) > 1:  # big members first
             largest = snap.allocatable.max(axis=0)
             ordered = sorted(
@@ -570,7 +568,7 @@ class Placer:
     def evaluate(self, snap: Snapshot, pod: PodInfo) -> Evaluation:
         """Filter and score one pod on every node of ``snap`` (nothing is consumed)."""
         self._refresh(snap)
-        vec = self.index.fit(self.index.requests_vector(pod.requests))[: snap.free.shape[1]]
+        vec = self.index.requests_vector(pod.requests)[: snap.free.shape[1]]
         static = self.static(snap, pod.constraints)
         view = NodeFilterInput(snap, snap.free, pod, vec, self.index, {})
         skip = self._skipped(pod, snap, ())

@@ -558,7 +558,7 @@ def apply_holds(
         if row is not None:
             if own is None:
                 own = np.zeros_like(snap.free)
-            own[row] += cache.index.fit(cache.index.requests_vector(pod.requests))[:width]
+            own[row] += cache.index.requests_vector(pod.requests)[:width]
     free = usable(snap.free, held, own)
     return replace(snap, free=free, unheld=snap.free, held=held, kept=own)
 

@@ -164,7 +164,7 @@ class Trials:
     def _templates(self) -> list[Template]:
         found: dict[tuple[Any, bytes], list[Any]] = {}
         for pod in self.pods:
-            vec = self.index.fit(self.index.requests_vector(pod.requests))[: self.width]
+            vec = self.index.requests_vector(pod.requests)[: self.width]
             self.vectors[pod.key] = vec
             key = (pod.constraints, vec.tobytes())
             entry = found.get(key)

@@ -61,7 +61,8 @@ class ResourceIndex:
     def requests_vector(self, requests: Mapping[str, int]) -> Vector:
         """``vector(requests)`` for a pod's request map, which never changes once parsed (the
         members of a template share one, see ``gang.state.podinfo``): remembered by identity,
-        so the placer, the cache and the cycle ask for it without rebuilding it. Read-only."""
+        so the placer, the cache and the cycle ask for it without rebuilding it. Always of the
+        current width (no ``fit`` needed). Read-only."""
         found = self._requests.get(id(requests))
         if found is not None and found[0] is requests and len(found[1]) == len(self.names):
             return found[1]
