@@ -146,9 +146,10 @@ class Informer:
                 return
             timeout = max(1, min(self.watch_timeout, int(remaining) + 1))
             try:
-                async for event in self.kube.watch(self.kind, self.resource_version, timeout):
+                async for events in self.kube.watch(self.kind, self.resource_version, timeout):
                     failures = 0
-                    self._apply(event)
+                    for event in events:
+                        self._apply(event)
             except KubeError as err:
                 if not _resumable(err):
                     raise

@@ -305,10 +305,14 @@ class Kube:
 
     async def watch(
         self, kind: Kind, resource_version: str, timeout_seconds: int
-    ) -> AsyncIterator[Obj]:
-        """Events after ``resource_version`` until the server ends the stream.
+    ) -> AsyncIterator[Objs]:
+        """Events after ``resource_version`` until the server ends the stream, decoded, in
+        the batches they arrived in: whatever the connection holds is read at once and split
+        into lines, instead of a ``readline`` and a generator step per event (with one event
+        per bound pod, its binding's confirmation, those were a tenth of the scheduler's
+        core).
 
-        Yields the decoded event objects, ``ERROR`` events included (the caller relists on 410).
+        ``ERROR`` events are included (the caller relists on 410).
         Raises KubeError if the watch cannot be opened or the stream breaks.
         """
         call = self._list_call(
@@ -328,15 +332,30 @@ class Kube:
         try:
             if resp.status != 200:
                 raise error_from(resp.status, await resp.read(), resp.headers)
+            unfinished: list[bytes] = []  # the pieces of a line the reads so far end inside
             while True:
                 try:
-                    line = await resp.content.readline()
+                    data = await resp.content.readany()
                 except (aiohttp.ClientError, TimeoutError, OSError) as err:
                     raise KubeError(0, "StreamBroken", str(err) or type(err).__name__) from err
-                if not line:
+                if not data:
+                    last = b"".join(unfinished)
+                    if last.strip():
+                        yield [orjson.loads(last)]  # the stream's last line had no newline
                     return
-                if line.strip():
-                    yield orjson.loads(line)
+                if b"\n" not in data:
+                    unfinished.append(data)  # joined once, when its line ends
+                    continue
+                if unfinished:
+                    unfinished.append(data)
+                    data = b"".join(unfinished)
+                    unfinished.clear()
+                *lines, rest = data.split(b"\n")
+                if rest:
+                    unfinished.append(rest)
+                events = [orjson.loads(line) for line in lines if line.strip()]
+                if events:
+                    yield events
         finally:
             resp.release()
 
