@@ -63,6 +63,8 @@ from gang.scheduling.framework import (
     ScorePlugin,
     StaticFilterPlugin,
     call,
+    reason_counts,
+    rejected_by,
     scores_for,
 )
 from gang.scheduling.plugins import (
@@ -198,6 +200,14 @@ class _Quota:
 class _Static:
     mask: Mask
     reasons: list[str | None]  # per row: why the static filters reject it
+    #: per row: ``reasons[row] is not None`` (explaining a failure counts only these rows' reasons
+    #: one by one)
+    rejected: Mask = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rejected = np.fromiter(
+            (r is not None for r in self.reasons), dtype=np.bool_, count=len(self.reasons)
+        )
 
 
 class Placer:
@@ -250,13 +260,15 @@ class Placer:
         #: one node's weighted score by everything it depends on (built-in scores only); nodes
         #: of a pool that took the same members are in the same state, so this mostly hits
         self._row_scores: dict[tuple[bytes, bytes, bytes, bool, bool], float] = {}
-        #: per (template signature, packing domain): the last gang's pass there (_Carried)
-        self._carried: dict[tuple[object, int], _Carried] = {}
+        #: per (trial, template signature, packing domain): the last gang's pass there
+        #: (_Carried). Kept apart per ``Snapshot.trial``: a trial on the empty cluster between
+        #: two gangs would otherwise leave the next gang nothing to carry
+        self._carried: dict[tuple[str, object, int], _Carried] = {}
         #: per packing domain: its rows (for the node-set version in ``_version``)
         self._domain_rows: dict[int, npt.NDArray[np.intp]] = {}
-        #: per (static constraints, request): the rows' slot counts (_Slots), for the packing
-        #: domains' capacities
-        self._slot_counts: dict[tuple[Constraints, bytes], _Slots] = {}
+        #: per (trial, static constraints, request): the rows' slot counts (_Slots), for the
+        #: packing domains' capacities (apart per trial, like ``_carried``)
+        self._slot_counts: dict[tuple[str, Constraints, bytes], _Slots] = {}
         self._labelled: Mask = np.zeros(0, dtype=np.bool_)  # rows with a packing domain
 
     # --- caches --------------------------------------------------------------------------
@@ -520,7 +532,7 @@ class Placer:
         recounting only the rows whose free capacity differs from the last count for this
         template (consecutive gangs of one template differ where the last one went). The
         result is the kept count: read it only."""
-        key = (pod.constraints, vec.tobytes())
+        key = (snap.trial, pod.constraints, vec.tobytes())
         kept = self._slot_counts.get(key)
         free = snap.free
         asks = bool((vec > 0).any())
@@ -581,9 +593,7 @@ class Placer:
                 continue
             passed = call(plugin, "Filter", self.budget, plugin.filter_nodes, view)
             for row in np.flatnonzero(fit & ~passed):
-                reasons[int(row)] = plugin.reasons(view, int(row)) or [
-                    f"node(s) rejected by {plugin.name}"
-                ]
+                reasons[int(row)] = plugin.reasons(view, int(row)) or [rejected_by(plugin)]
             fit = fit & passed
         candidates = np.flatnonzero(fit)
         totals = (
@@ -747,7 +757,7 @@ class Placer:
             return
         if len(self._carried) >= CARRIED_PASSES:
             self._carried.clear()
-        self._carried[(previous.signature, domain)] = _Carried(
+        self._carried[(snap.trial, previous.signature, domain)] = _Carried(
             previous,
             snap.allocatable,
             frozenset(used),
@@ -767,7 +777,7 @@ class Placer:
         """The pass the last gang of this template left in ``domain``, brought up to date with
         ``free``; None if there is none, or a full pass is needed (a row outside its
         candidates may fit now). Taken: a trial that fails must not leave it half-spent."""
-        carried = self._carried.pop((signature, domain), None)
+        carried = self._carried.pop((snap.trial, signature, domain), None)
         if (
             carried is None
             or not self._carry_applies(snap, quota)
@@ -962,25 +972,22 @@ class Placer:
         self, view: NodeFilterInput, static: _Static, skip: frozenset[object]
     ) -> Counter[str]:
         """kube-scheduler's FitError histogram for this pod on the consumed snapshot: per node
-        the first rejecting Filter's reasons."""
-        snap = view.snap
+        the first rejecting Filter's reasons. Counted by plugin over the rows it rejects first
+        (``reason_counts``), not node by node: a gang that does not fit is explained on every
+        attempt, and at thousands of nodes a Python step per node was most of a failed cycle."""
         reasons: Counter[str] = Counter()
-        everywhere = np.ones(len(snap.names), dtype=np.bool_)
-        masks = [
-            everywhere if plugin in skip else plugin.filter_nodes(view)
-            for plugin in self.node_filters
-        ]
-        for row in np.flatnonzero(snap.valid):
-            static_reason = static.reasons[row]
-            if static_reason is not None:
-                reasons[static_reason] += 1
+        rows = np.flatnonzero(view.snap.valid)
+        for row in rows[static.rejected[rows]]:
+            reasons[static.reasons[row]] += 1
+        rows = rows[~static.rejected[rows]]
+        for plugin in self.node_filters:
+            if not rows.size:
+                break
+            if plugin in skip:
                 continue
-            for plugin, mask in zip(self.node_filters, masks, strict=True):
-                if not mask[row]:
-                    reasons.update(
-                        plugin.reasons(view, int(row)) or [f"node(s) rejected by {plugin.name}"]
-                    )
-                    break
+            passing = plugin.filter_nodes(view)[rows]
+            reasons.update(reason_counts(plugin, view, rows[~passing]))
+            rows = rows[passing]
         return reasons
 
 

@@ -8,11 +8,13 @@ to its class, for profiles to enable, disable and weigh by name; ``default_filte
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from gang.models.settings import ScoreWeights
 from gang.scheduling import predicates
@@ -30,6 +32,7 @@ from gang.scheduling.framework import (
     Scores,
     StaticFilterPlugin,
     Wait,
+    rejected_by,
 )
 from gang.scheduling.gang import Gang
 from gang.scheduling.interpodaffinity import InterPodAffinity
@@ -283,6 +286,19 @@ class NodeResourcesFit:
             predicates.insufficient(s.index.names[col])
             for col in np.flatnonzero(s.free[row] < s.vector)
         ]
+
+    def reason_counts(self, s: NodeFilterInput, rows: npt.NDArray[np.intp]) -> Counter[str]:
+        """``reasons`` for every row at once: a row's reasons are its short resources, one
+        each, so the histogram is the count of short rows per resource."""
+        found: Counter[str] = Counter()
+        short = s.free[rows] < s.vector
+        per_resource = short.sum(axis=0)
+        for col in np.flatnonzero(per_resource):
+            found[predicates.insufficient(s.index.names[col])] += int(per_resource[col])
+        unexplained = rows.size - int(np.count_nonzero(short.any(axis=1)))
+        if unexplained:
+            found[rejected_by(self)] += unexplained
+        return found
 
 
 def _ports_conflict(wanted: list[tuple[str, str, int]], used: set[tuple[str, str, int]]) -> bool:

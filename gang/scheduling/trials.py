@@ -129,6 +129,7 @@ class Trials:
             free=self.usable(unheld, held).copy(),
             used_ports=ports,
             released_claims=base.released_claims | released,
+            trial="later",
         )
         with without(base.pods, removed, self.rules_matter):
             result = self.placer.place(snap, self.pods, self.need, self.anchors, self.topology)
@@ -151,6 +152,7 @@ class Trials:
             unheld=None,
             held=None,
             kept=None,
+            trial="empty",
         )
         return self.placer.place(snap, self.pods, self.need, (), self.topology)
 

@@ -8,6 +8,7 @@ does.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,12 +18,14 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from gang.models.settings import ScoreWeights
+from gang.scheduling.framework import NodeFilterInput, rejected_by
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.predicates import (
     REASON_HOST_PORTS,
     REASON_NODE_SELECTOR,
     REASON_UNSCHEDULABLE,
     first_failure,
+    summarize,
 )
 from gang.state.cache import ClusterCache, Snapshot
 from gang.state.podinfo import PodInfo
@@ -123,6 +126,90 @@ def test_a_resource_no_node_has_is_insufficient_everywhere() -> None:
     cache = cluster(make_node("n0"), make_node("n1"))
     failure = unplaceable(place(cache, [make_info("p", **{"example.com/fpga": "1"})]))
     assert failure.message == "0/2 nodes are available: 2 Insufficient example.com/fpga."
+
+
+#: per node: cpu, memory GiB, pod slots, GPUs, tainted, cordoned, a bound pod holding port 80
+failing_nodes = st.lists(
+    st.tuples(
+        st.integers(0, 4),
+        st.integers(0, 4),
+        st.integers(1, 3),
+        st.integers(0, 2),
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=24,
+)
+
+
+def per_node_histogram(
+    placer: Placer, snap: Snapshot, pod: PodInfo
+) -> tuple[Counter[str], set[str]]:
+    """kube-scheduler's FitError histogram the slow, obvious way: node by node, the static
+    filters' reason, else the first rejecting Filter plugin's reasons; and the nodes rejected."""
+    static = placer.static(snap, pod.constraints)
+    view = NodeFilterInput(
+        snap, snap.free, pod, placer.index.requests_vector(pod.requests), placer.index, {}
+    )
+    masks = [plugin.filter_nodes(view) for plugin in placer.node_filters]
+    found: Counter[str] = Counter()
+    rejected = set()
+    for row in np.flatnonzero(snap.valid):
+        if static.reasons[row] is not None:
+            found[static.reasons[row]] += 1
+            rejected.add(snap.names[row])
+            continue
+        for plugin, mask in zip(placer.node_filters, masks, strict=True):
+            if not mask[row]:
+                found.update(plugin.reasons(view, int(row)) or [rejected_by(plugin)])
+                rejected.add(snap.names[row])
+                break
+    return found, rejected
+
+
+@settings(max_examples=120, deadline=None)
+@given(failing_nodes, st.integers(1, 4), st.integers(0, 4), st.integers(0, 2), st.booleans())
+def test_the_failure_histogram_counted_by_plugin_is_the_one_counted_node_by_node(
+    nodes: list[tuple[int, int, int, int, bool, bool, bool]],
+    cpu: int,
+    memory: int,
+    gpu: int,
+    port: bool,
+) -> None:
+    """Each Filter plugin counts the nodes it rejects first in one step; the histogram (and so
+    the FailedScheduling message) must be the node-by-node one, whatever mix of static
+    rejections, short resources, full pod slots and taken ports the cluster has."""
+    cache = cluster(
+        *(
+            make_node(
+                f"n{i}",
+                cpu=c,
+                memory=f"{m}Gi",
+                pods=slots,
+                extra={GPU: g},
+                taints=[TAINT_ML] if tainted else None,
+                unschedulable=cordoned,
+            )
+            for i, (c, m, slots, g, tainted, cordoned, _) in enumerate(nodes)
+        )
+    )
+    for i, (*_, holds_port) in enumerate(nodes):
+        if holds_port:
+            cache.upsert_pod(make_info(f"b{i}", node=f"n{i}", host_port=80, scheduler="x"))
+    requests = {"cpu": str(cpu), "memory": f"{memory}Gi"} | ({"gpu": str(gpu)} if gpu else {})
+    pod = make_info("p", host_port=80 if port else None, **requests)
+    placer = Placer(cache.index, ScoreWeights(), ZONE)
+    snap = snapshot(cache, [pod])
+    expected, rejected = per_node_histogram(placer, snap, pod)
+    result = placer.place(snap, [pod], 1, ())
+    if isinstance(result, Placement):
+        assert result.assignments[pod.key] not in rejected
+        return
+    event(f"reasons: {len(result.reasons)}")
+    assert result.reasons == dict(expected)
+    assert result.message == summarize(len(nodes), expected)
 
 
 def test_extras_are_placed_only_if_they_fit() -> None:
