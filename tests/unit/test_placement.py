@@ -157,8 +157,9 @@ def per_node_histogram(
     found: Counter[str] = Counter()
     rejected = set()
     for row in np.flatnonzero(snap.valid):
-        if static.reasons[row] is not None:
-            found[static.reasons[row]] += 1
+        static_reason = static.reasons[row]
+        if static_reason is not None:
+            found[static_reason] += 1
             rejected.add(snap.names[row])
             continue
         for plugin, mask in zip(placer.node_filters, masks, strict=True):
