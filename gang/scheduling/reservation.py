@@ -39,6 +39,7 @@ first, and gang-aware preemption is tried before any reservation.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
@@ -145,6 +146,11 @@ class Ending(NamedTuple):
     node: str
     vector: Free
     record: PodRecord | None
+    row: int  # the node's row in the cache
+
+
+#: endings by expected end, then lowest priority first
+_END_ORDER: Final = operator.itemgetter(0, 1)
 
 
 def slip_margin(reservation: Reservation) -> float:
@@ -208,7 +214,7 @@ class ReservationPlanner:
             return NoReservation(NEVER_FITS, never=True)
         endings = self._endings()
         count = len(endings)
-        rows = np.fromiter((self._row_of(e.node) for e in endings), dtype=np.int64, count=count)
+        rows = np.fromiter((e.row for e in endings), dtype=np.int64, count=count)
         vectors = (
             np.stack([e.vector for e in endings])
             if endings
@@ -292,25 +298,30 @@ class ReservationPlanner:
         lowest priority. Pods assumed by other gangs (in Permit, nominated) are not waited for:
         they have yet to run."""
         found: list[Ending] = []
+        # one pass over every bound pod, for each reservation planned (up to the book's limit
+        # while a backlog waits): the lookups are taken out of the loop
+        nodes, own, now, fit = self.cache.nodes, self.own, self.now, self.t.index.fit
+        width, bound = self.t.width, PodState.BOUND
         for rec in self.cache.pods.values():
             info = rec.info
-            if (
-                rec.state is not PodState.BOUND
-                or info is None
-                or info.key in self.own
-                or self._row_of(rec.node) < 0
-            ):
+            if rec.state is not bound or info is None or rec.key in own:
                 continue
-            vector = self.t.vector(rec)
-            found.append(Ending(expected_end(info, self.now), info.priority, rec.node, vector, rec))
+            entry = nodes.get(rec.node)
+            if entry is None:
+                continue
+            vector = fit(rec.vector)[:width]  # Trials.vector
+            found.append(
+                Ending(expected_end(info, now), info.priority, rec.node, vector, rec, entry.row)
+            )
         width = self.t.width
         for res in self.holds:
             end = hold_ends(res, self.now)
             for node, vec in res.held.items():
-                if self._row_of(node) >= 0:
+                row = self._row_of(node)
+                if row >= 0:
                     vector = self.cache.index.fit(vec)[:width]
-                    found.append(Ending(end, HOLD_PRIORITY, node, vector, None))
-        found.sort(key=lambda e: (e.end, e.priority))
+                    found.append(Ending(end, HOLD_PRIORITY, node, vector, None, row))
+        found.sort(key=_END_ORDER)
         return found
 
     def _wait(
