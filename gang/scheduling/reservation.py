@@ -313,7 +313,6 @@ class ReservationPlanner:
             found.append(
                 Ending(expected_end(info, now), info.priority, rec.node, vector, rec, entry.row)
             )
-        width = self.t.width
         for res in self.holds:
             end = hold_ends(res, self.now)
             for node, vec in res.held.items():

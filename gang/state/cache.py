@@ -126,8 +126,9 @@ class Snapshot:
     avoid: npt.NDArray[np.bool_] | None = None
     #: which question a trial placement on this snapshot asks: "" for the cluster as it is,
     #: "empty" as if nothing ran, "later" with some pods gone or some holds ended (the trials
-    #: of reservations, preemption and reclaim). The placer keeps its work from one gang to the next apart per
-    #: trial, so asking one does not undo what the next real placement starts from
+    #: of reservations, preemption and reclaim). The placer keeps the work it carries from one
+    #: gang to the next apart per trial, so asking one does not undo what the next real
+    #: placement starts from
     trial: str = ""
 
 
