@@ -300,7 +300,7 @@ class ReservationPlanner:
         found: list[Ending] = []
         # one pass over every bound pod, for each reservation planned (up to the book's limit
         # while a backlog waits): the lookups are taken out of the loop
-        nodes, own, now, fit = self.cache.nodes, self.own, self.now, self.t.index.fit
+        nodes, own, now, vector_of = self.cache.nodes, self.own, self.now, self.t.vector
         width, bound = self.t.width, PodState.BOUND
         for rec in self.cache.pods.values():
             info = rec.info
@@ -309,9 +309,10 @@ class ReservationPlanner:
             entry = nodes.get(rec.node)
             if entry is None:
                 continue
-            vector = fit(rec.vector)[:width]  # Trials.vector
             found.append(
-                Ending(expected_end(info, now), info.priority, rec.node, vector, rec, entry.row)
+                Ending(
+                    expected_end(info, now), info.priority, rec.node, vector_of(rec), rec, entry.row
+                )
             )
         for res in self.holds:
             end = hold_ends(res, self.now)
