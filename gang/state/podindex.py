@@ -5,7 +5,10 @@ the pods of every node. Here a check is a lookup instead:
 
 - ``by_label[(key, value)]`` holds the pods carrying that label, so a selector starts from the
   pods of its most selective ``In`` requirement (:meth:`LabelSelector.index_keys`), not from all
-  pods; only selectors made of ``NotIn`` / ``Exists`` / ``DoesNotExist`` fall back to a scan;
+  pods; only selectors made of ``NotIn`` / ``Exists`` / ``DoesNotExist`` fall back to a scan.
+  It is built when the first selector is asked about, and kept from then on: a cluster where no
+  pod states a pod-affinity or spread rule never asks, and indexing every placed pod's labels
+  twice was about a twentieth of the scheduler's samples in a profile of such a cluster;
 - ``term_nodes`` counts, per distinct affinity term of the pods already placed, the nodes they
   sit on. Pods stamped from one template share their terms, so a cluster of 20,000 pods in a few
   hundred jobs has a few hundred terms; an incoming pod is matched against the terms that could
@@ -49,9 +52,12 @@ class IndexedPod:
 @dataclass(slots=True)
 class PodIndex:
     pods: dict[Key, IndexedPod] = field(default_factory=dict)
+    #: while ``labels_indexed``: exactly the pods of ``pods`` carrying each label pair
     by_label: dict[tuple[str, str], dict[Key, IndexedPod]] = field(default_factory=dict)
     #: the pods carrying a label key, whatever its value (for ``Exists`` requirements)
     by_key: dict[str, dict[Key, IndexedPod]] = field(default_factory=dict)
+    #: False until a selector is first asked about (:meth:`selected`); both maps empty until then
+    labels_indexed: bool = False
     #: per affinity term of a placed pod: the nodes holding pods with it, counted
     term_nodes: dict[TermKey, Counter[str]] = field(default_factory=dict)
     #: terms whose selector needs one of these label pairs; ``term_anywhere`` the others
@@ -89,9 +95,8 @@ class PodIndex:
         self.pods[pod.key] = pod
         if pod.claims:
             self.with_claims.setdefault(node, {})[pod.key] = pod
-        for pair in pod.labels.items():
-            self.by_label.setdefault(pair, {})[pod.key] = pod
-            self.by_key.setdefault(pair[0], {})[pod.key] = pod
+        if self.labels_indexed:
+            self._index_labels(pod)
         for term_key in _terms(pod.affinity) if pod.affinity else ():
             nodes = self.term_nodes.get(term_key)
             if nodes is None:
@@ -113,9 +118,10 @@ class PodIndex:
             on_node.pop(key, None)
             if not on_node:
                 self.with_claims.pop(pod.node, None)
-        for pair in pod.labels.items():
-            _discard(self.by_label, pair, key)
-            _discard(self.by_key, pair[0], key)
+        if self.labels_indexed:
+            for pair in pod.labels.items():
+                _discard(self.by_label, pair, key)
+                _discard(self.by_key, pair[0], key)
         for term_key in _terms(pod.affinity):
             nodes = self.term_nodes[term_key]
             nodes[pod.node] -= 1
@@ -133,12 +139,28 @@ class PodIndex:
                         if not keys:
                             del self.term_by_label[pair]
 
+    def _index_labels(self, pod: IndexedPod) -> None:
+        by_label, by_key = self.by_label, self.by_key
+        for pair in pod.labels.items():
+            holders = by_label.get(pair)
+            if holders is None:
+                holders = by_label[pair] = {}
+            holders[pod.key] = pod
+            holders = by_key.get(pair[0])
+            if holders is None:
+                holders = by_key[pair[0]] = {}
+            holders[pod.key] = pod
+
     # --- questions ----------------------------------------------------------------------------
 
     def selected(self, selector: LabelSelector) -> Iterator[IndexedPod]:
         """Pods whose labels ``selector`` matches (namespaces are the caller's to check)."""
         if selector.nothing:
             return
+        if not self.labels_indexed:
+            self.labels_indexed = True
+            for pod in self.pods.values():
+                self._index_labels(pod)
         pairs = selector.index_keys()
         groups: list[dict[Key, IndexedPod]]
         if pairs is not None:

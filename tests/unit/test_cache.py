@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from gang.state.cache import ClusterCache, PodState
+from gang.state.labels import parse_selector
 from gang.state.podinfo import PodInfo
 from gang.state.resources import BASE_RESOURCES, ResourceIndex
 from tests.unit.test_podinfo import make_pod
@@ -771,6 +772,24 @@ class CacheMachine(RuleBasedStateMachine):
         if undone:
             del self.model.pods[key]
 
+    @rule(
+        selector=st.sampled_from(
+            (
+                {"matchLabels": {"app": "a"}},
+                {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+                {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]},
+            )
+        )
+    )
+    def select(self, selector: dict[str, Any]) -> None:
+        """The label index is built on the first question, then kept in step: either way a
+        selector finds exactly the placed pods it matches."""
+        parsed = parse_selector(selector, "test")
+        index = self.cache.pods_by_label
+        found = {pod.key for pod in index.selected(parsed)}
+        assert found == {k for k, pod in index.pods.items() if parsed.matches(pod.labels)}
+        assert index.labels_indexed
+
     @invariant()
     def consistent(self) -> None:
         cache, model = self.cache, self.model
@@ -790,8 +809,8 @@ class CacheMachine(RuleBasedStateMachine):
         for key, pod in index.pods.items():
             assert pod.node == cache.pods[key].node
             for pair in pod.labels.items():
-                assert index.by_label[pair][key] is pod
-        labelled = sum(len(p.labels) for p in index.pods.values())
+                assert not index.labels_indexed or index.by_label[pair][key] is pod
+        labelled = sum(len(p.labels) for p in index.pods.values()) if index.labels_indexed else 0
         assert sum(len(holders) for holders in index.by_label.values()) == labelled
         assert sum(len(holders) for holders in index.by_key.values()) == labelled
         assert {k: r.state for k, r in cache.pods.items()} == {
