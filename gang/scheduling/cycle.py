@@ -189,7 +189,7 @@ class Cycle:
         self.state.reporter.gang_changed(gang)
         # members beyond the quorum that did not fit wait, like any pod, for room to free up
         left: dict[str, list[PodInfo]] = {}
-        for pod in gang.pending():
+        for pod in gang.pending() if outcome.unplaced else ():
             if pod.key in outcome.unplaced:
                 left.setdefault(outcome.unplaced[pod.key], []).append(pod)
         for message, pods in left.items():

@@ -150,9 +150,30 @@ def rejected_by(plugin: Plugin) -> str:
 
 @runtime_checkable
 class RuleAwarePlugin(Plugin, Protocol):
+    """A plugin may also set ``relevance_by_template = True`` when ``relevant`` depends on the
+    pod only through what ``same_template`` compares, and on ``placed`` only through the placed
+    pods' inter-pod affinity terms: the placer then asks it once for a run of members that are
+    such twins (a gang's members usually are), not once per member."""
+
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         """False if, for ``pod`` on ``snap`` with ``placed``, this plugin passes every node and
         scores every node alike: the placer then skips it. True whenever unsure."""
+
+
+def same_template(before: PodInfo, pod: PodInfo) -> bool:
+    """Whether ``pod`` is, for a ``relevance_by_template`` plugin, the twin of the member placed
+    just before it: the same namespace, labels and controller, the same constraints and rules
+    (by identity: parsing shares them between the members of a template, and a stand-in for a
+    member not created yet gets rules of its own), and ``before`` joining ``placed`` added no
+    affinity term."""
+    return (
+        pod.rules is before.rules
+        and pod.constraints is before.constraints
+        and not pod.rules.pod_affinity
+        and pod.namespace == before.namespace
+        and pod.controller == before.controller
+        and pod.labels == before.labels
+    )
 
 
 def scores_for(plugin: object, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:

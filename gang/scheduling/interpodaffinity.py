@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -132,6 +132,8 @@ class InterPodAffinity:
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
     name: str = "InterPodAffinity"
+    #: relevant for a pod by its labels and namespace against the terms around it
+    relevance_by_template: ClassVar[bool] = True
     #: the last filter verdict (codes per row), for ``reasons`` on the same input
     _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
     _memo: PlacedMemo = field(default_factory=PlacedMemo, repr=False)

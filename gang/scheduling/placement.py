@@ -65,6 +65,7 @@ from gang.scheduling.framework import (
     call,
     reason_counts,
     rejected_by,
+    same_template,
     scores_for,
 )
 from gang.scheduling.plugins import (
@@ -200,14 +201,20 @@ class _Quota:
 class _Static:
     mask: Mask
     reasons: list[str | None]  # per row: why the static filters reject it
-    #: per row: ``reasons[row] is not None`` (explaining a failure counts only these rows' reasons
-    #: one by one)
-    rejected: Mask = field(init=False)
+    #: the distinct reasons, and per row the index of its reason there (-1: not rejected), so
+    #: explaining a failure counts the rejected rows at once (a node pool picked by a selector
+    #: leaves every other node of a large cluster rejected, on every failed attempt)
+    texts: list[str] = field(init=False)
+    codes: npt.NDArray[np.intp] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.rejected = np.fromiter(
-            (r is not None for r in self.reasons), dtype=np.bool_, count=len(self.reasons)
+        index: dict[str, int] = {}
+        self.codes = np.fromiter(
+            (-1 if r is None else index.setdefault(r, len(index)) for r in self.reasons),
+            dtype=np.intp,
+            count=len(self.reasons),
         )
+        self.texts = list(index)
 
 
 class Placer:
@@ -246,6 +253,11 @@ class Placer:
                 if isinstance(p, RuleAwarePlugin)
             )
         )
+        #: those whose relevance is a function of the pod's template: asked once for a run of
+        #: twins (``same_template``)
+        self._by_template = frozenset(
+            p for p in self._rule_aware if getattr(p, "relevance_by_template", False)
+        )
         #: every other Filter and Score plugin judges a node by its own state only (the
         #: built-ins do), so placing a member changes nothing but the chosen node's verdict
         self._incremental = all(
@@ -270,6 +282,7 @@ class Placer:
         #: packing domains' capacities (apart per trial, like ``_carried``)
         self._slot_counts: dict[tuple[str, Constraints, bytes], _Slots] = {}
         self._labelled: Mask = np.zeros(0, dtype=np.bool_)  # rows with a packing domain
+        self._any_labelled = False
 
     # --- caches --------------------------------------------------------------------------
 
@@ -303,6 +316,7 @@ class Placer:
                     domains[row] = ids.setdefault(value, len(ids))
         self._domains = domains
         self._labelled = domains >= 0
+        self._any_labelled = bool(np.count_nonzero(self._labelled))
         self._row_of = {name: row for row, name in enumerate(snap.names) if name}
 
     def static(self, snap: Snapshot, constraints: Constraints) -> _Static:
@@ -535,7 +549,7 @@ class Placer:
         key = (snap.trial, pod.constraints, vec.tobytes())
         kept = self._slot_counts.get(key)
         free = snap.free
-        asks = bool((vec > 0).any())
+        asks = bool(np.count_nonzero(vec > 0))
         if (
             kept is None
             or not asks
@@ -621,7 +635,7 @@ class Placer:
         self, snap: Snapshot, pods: Sequence[PodInfo], vectors: dict[Key, Vector], anchors: set[int]
     ) -> list[int]:
         """Domains that might hold all of ``pods``: the anchors' first, then tightest fit first."""
-        if not self._labelled.any():
+        if not self._any_labelled:
             return []
         need = len(pods)
         capacity = self._slots_kept(snap, pods[0], vectors[pods[0].key], need).capacity
@@ -657,10 +671,12 @@ class Placer:
         # pass. Rule-aware plugins (pod affinity, spread, volumes, preferences) are asked afresh
         # for every member, on top: the members placed before it change their answers.
         previous: _Previous | None = None
+        relevance: tuple[PodInfo, frozenset[object]] | None = None  # the last member's skips
         rule_aware: frozenset[object] = frozenset(self._rule_aware)
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
-            skip = self._skipped(pod, snap, placed)
+            skip = self._skipped(pod, snap, placed, relevance)
+            relevance = (pod, skip)
             active = [p for p in self._rule_aware if p not in skip]
             signature = (pod.constraints, pod.rules, vec.tobytes())
             if previous is None and carry is not None:
@@ -791,7 +807,7 @@ class Placer:
         changed = rows[rows_differing(carried.free, free[rows])]
         if len(changed):
             static = self.static(snap, signature[0]).mask
-            at = np.searchsorted(previous.candidates, changed)
+            at = previous.candidates.searchsorted(changed)
             inside = at < len(previous.candidates)
             known = np.zeros(len(changed), dtype=np.bool_)
             known[inside] = previous.candidates[at[inside]] == changed[inside]
@@ -848,7 +864,7 @@ class Placer:
                 raw = call(scorer, "Score", self.budget, scorer.score, rule_view)
                 normalized = call(scorer, "NormalizeScore", self.budget, scorer.normalize, raw)
                 total[ok] += weight * normalized
-        best = int(np.argmax(total))
+        best = int(total.argmax())
         return None if total[best] == -np.inf else int(candidates[best])
 
     def _rejudge(
@@ -862,7 +878,7 @@ class Placer:
         quota: _Quota | None,
     ) -> None:
         """Re-judge one of the previous pass's candidates by the local plugins."""
-        position = int(np.searchsorted(previous.candidates, row))
+        position = int(previous.candidates.searchsorted(row))
         if quota is not None and quota.closed(row):
             previous.scores[position] = -np.inf
         else:
@@ -957,12 +973,29 @@ class Placer:
             )
         return found
 
-    def _skipped(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> frozenset[object]:
-        """The rule-aware plugins that judge every node alike for ``pod`` now."""
+    def _skipped(
+        self,
+        pod: PodInfo,
+        snap: Snapshot,
+        placed: Sequence[Placed],
+        last: tuple[PodInfo, frozenset[object]] | None = None,
+    ) -> frozenset[object]:
+        """The rule-aware plugins that judge every node alike for ``pod`` now. ``last``: the
+        member placed just before it on ``snap`` and what was skipped for it; a plugin that
+        answers per template (``relevance_by_template``) is not asked again for its twin."""
         if not self._rule_aware:
             return frozenset()
+        kept = last[1] if last is not None and same_template(last[0], pod) else None
         try:  # asked for every member: not timed (a relevance check is a lookup)
-            return frozenset(p for p in self._rule_aware if not p.relevant(pod, snap, placed))
+            return frozenset(
+                p
+                for p in self._rule_aware
+                if (
+                    p in kept
+                    if kept is not None and p in self._by_template
+                    else not p.relevant(pod, snap, placed)
+                )
+            )
         except Exception:  # name the plugin, through the guarded path
             for p in self._rule_aware:
                 call(p, "Filter", None, p.relevant, pod, snap, placed)
@@ -977,9 +1010,11 @@ class Placer:
         attempt, and at thousands of nodes a Python step per node was most of a failed cycle."""
         reasons: Counter[str] = Counter()
         rows = np.flatnonzero(view.snap.valid)
-        for row in rows[static.rejected[rows]]:
-            reasons[static.reasons[row]] += 1
-        rows = rows[~static.rejected[rows]]
+        codes = static.codes[rows]
+        rejected = codes >= 0
+        counts = np.bincount(codes[rejected], minlength=len(static.texts))
+        reasons.update({text: int(n) for text, n in zip(static.texts, counts, strict=True) if n})
+        rows = rows[~rejected]
         for plugin in self.node_filters:
             if not rows.size:
                 break
@@ -1166,7 +1201,7 @@ def _best(candidates: npt.NDArray[np.intp], local: npt.NDArray[np.float64]) -> i
     """The candidate with the highest score (the lowest row of a tie); None if none fits."""
     if not len(local):
         return None
-    best = int(np.argmax(local))
+    best = int(local.argmax())
     return None if local[best] == -np.inf else int(candidates[best])
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -157,6 +157,8 @@ class NodeUnschedulable:
 class _NodeLabelScore:
     """A score that depends on a node's labels or taints and the pod's template only: computed
     once per template and node-set version for every row, then read per candidate."""
+
+    relevance_by_template: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._rows: dict[tuple[object, int], Scores] = {}

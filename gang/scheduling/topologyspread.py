@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -98,6 +98,8 @@ class PodTopologySpread:
     #: "System" (kube-scheduler's defaults) or "List" (``default_constraints``)
     defaulting_type: str = SYSTEM
     name: str = "PodTopologySpread"
+    #: relevant for a pod by its own or its controller's default constraints
+    relevance_by_template: ClassVar[bool] = True
     _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
     _memo: PlacedMemo = field(default_factory=PlacedMemo, repr=False)
     #: (constraints, node-set version, policy) → rows passing the node inclusion policy

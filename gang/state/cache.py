@@ -235,7 +235,7 @@ class ClusterCache:
         """Add ``signed`` (read-only: request vectors are shared) to what ``holder`` holds."""
         held = self.held_by.get(holder)
         total = signed.copy() if held is None else self.index.fit(held) + signed
-        if total.any():
+        if np.count_nonzero(total):  # (``.any()`` costs five times as much on a short row)
             self.held_by[holder] = total
         else:
             self.held_by.pop(holder, None)

@@ -1,0 +1,151 @@
+"""Members that are twins share one relevance answer, and the placement does not change.
+
+The placer asks each rule-aware plugin whether it matters for a member (``relevant``); a plugin
+that answers per template (``relevance_by_template``) is asked once for a run of twins
+(``gang.scheduling.framework.same_template``). That is an optimisation and nothing else: on any
+cluster of pods with inter-pod rules and any gang of mixed members, the placer must choose
+exactly what it chooses when it asks every plugin for every member."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gang.models.settings import ScoreWeights
+from gang.scheduling.framework import Budgets, same_template
+from gang.scheduling.interpodaffinity import InterPodAffinity
+from gang.scheduling.placement import Placement, Placer, Unplaceable
+from gang.state.cache import ClusterCache
+from gang.state.podinfo import PodInfo
+from tests.unit.test_cache import make_node
+from tests.unit.test_podinfo import make_pod
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+UNTIMED = Budgets(sync=None, asynchronous=None, preemption=None)
+
+
+def _selecting(app: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": app}}}
+
+
+#: what a pod may state about other pods (by app label), or nothing
+RULES: list[dict[str, Any]] = [
+    {},
+    {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {**_selecting("a"), "topologyKey": HOST}]}},
+    {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "podAffinityTerm": {**_selecting("b"), "topologyKey": ZONE}}]}},
+    {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 20, "podAffinityTerm": {**_selecting("c"), "topologyKey": HOST}}]}},
+]  # fmt: skip
+SPREAD = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+           "labelSelector": {"matchLabels": {"app": "b"}}}]  # fmt: skip
+
+apps = st.sampled_from(["a", "b", "c"])
+kinds = st.tuples(apps, st.integers(0, len(RULES) - 1), st.booleans(), st.integers(1, 2))
+
+
+def _pod(name: str, app: str, rule: int, spread: bool, gpus: int, node: str = "") -> PodInfo:
+    builder = make_pod(name).container(cpu="500m", gpu=gpus).label("app", app)
+    builder.spec(schedulerName="gang-scheduler")
+    if RULES[rule]:
+        builder.spec(affinity=RULES[rule])
+    if spread:
+        builder.spec(topologySpreadConstraints=SPREAD)
+    if node:
+        builder.spec(nodeName=node).status(phase="Running")
+    return builder.meta(uid=f"uid-{name}").info()
+
+
+def _answer(result: Placement | Unplaceable) -> object:
+    if isinstance(result, Placement):
+        return ("placed", result.assignments, result.unplaced)
+    return ("unplaceable", result.message, result.placed, result.member)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(2, 8)), min_size=1, max_size=10),
+    st.lists(st.tuples(kinds, st.integers(0, 100)), max_size=12),
+    st.lists(st.tuples(kinds, st.integers(1, 4)), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_twins_share_relevance_without_changing_the_placement(
+    shape: list[tuple[int, int]],
+    existing: list[tuple[tuple[str, int, bool, int], int]],
+    runs: list[tuple[tuple[str, int, bool, int], int]],
+    spread_scores: bool,
+) -> None:
+    cache = ClusterCache()
+    for i, (zone, gpus) in enumerate(shape):
+        cache.upsert_node(
+            make_node(f"n{i}", cpu="16", zone=f"z{zone}", extra={"nvidia.com/gpu": gpus})
+        )
+    for i, ((app, rule, spread, _), at) in enumerate(existing):
+        cache.upsert_pod(_pod(f"e{i}", app, rule, spread, 1, node=f"n{at % len(shape)}"))
+    # runs of twins, one kind after another (a kind may come back after another run)
+    members = [
+        _pod(f"m{r}-{i}", *kind) for r, (kind, count) in enumerate(runs) for i in range(count)
+    ]
+    for pod in members:
+        cache.index.vector(pod.requests)
+    weights = ScoreWeights(most_allocated=0, least_allocated=1) if spread_scores else ScoreWeights()
+    sharing = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
+    asking = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
+    asking._by_template = frozenset()  # every plugin asked for every member
+    got = sharing.place(cache.snapshot(), members, len(members))
+    want = asking.place(cache.snapshot(), members, len(members))
+    assert _answer(got) == _answer(want)
+
+
+def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight members of one template, among pods whose anti-affinity selects them: the plugin is
+    asked about the first member only, and still keeps them off the forbidding pods' nodes."""
+    cache = ClusterCache()
+    for i in range(12):
+        cache.upsert_node(
+            make_node(f"n{i}", cpu="16", zone=f"z{i % 2}", extra={"nvidia.com/gpu": 8})
+        )
+    for i in range(4):
+        cache.upsert_pod(_pod(f"e{i}", "c", 1, False, 1, node=f"n{i}"))  # anti-affinity to "a"
+    members = [_pod(f"m-{i}", "a", 0, False, 1) for i in range(8)]
+    assert all(same_template(a, b) for a, b in itertools.pairwise(members))
+    for pod in members:
+        cache.index.vector(pod.requests)
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
+    asked: list[str] = []
+    relevant = InterPodAffinity.relevant
+
+    def counting(plugin: InterPodAffinity, pod: PodInfo, *args: Any) -> bool:
+        asked.append(pod.name)
+        return relevant(plugin, pod, *args)
+
+    monkeypatch.setattr(InterPodAffinity, "relevant", counting)
+    result = placer.place(cache.snapshot(), members, 8)
+    assert isinstance(result, Placement)
+    assert not {f"n{i}" for i in range(4)} & set(result.assignments.values())
+    assert asked == ["m-0"]
+
+
+def test_a_member_that_differs_only_in_labels_is_asked_again() -> None:
+    """Two members with no rules of their own share every parsed object but their labels. A pod
+    on the fullest node forbids the second one's label there: the first member's answer (the
+    rule does not concern it) must not be reused for the second."""
+    cache = ClusterCache()
+    for i in range(3):
+        cache.upsert_node(make_node(f"n{i}", cpu="16", zone="z0", extra={"nvidia.com/gpu": 8}))
+    cache.upsert_pod(_pod("e0", "c", 1, False, 4, node="n0"))  # anti-affinity to "a" on n0
+    first, second = _pod("m-0", "b", 0, False, 1), _pod("m-1", "a", 0, False, 1)
+    assert first.rules is second.rules and not same_template(first, second)
+    for pod in (first, second):
+        cache.index.vector(pod.requests)
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)  # packs: n0 first
+    result = placer.place(cache.snapshot(), [first, second], 2)
+    assert isinstance(result, Placement)
+    assert result.assignments[first.key] == "n0"
+    assert result.assignments[second.key] != "n0"
