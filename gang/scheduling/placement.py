@@ -669,7 +669,8 @@ class Placer:
         # same template, only the node that member took has changed for them (its free
         # capacity), so only that node is re-judged; third-party plugins always get the full
         # pass. Rule-aware plugins (pod affinity, spread, volumes, preferences) are asked afresh
-        # for every member, on top: the members placed before it change their answers.
+        # for every member, on top: the members placed before it change their answers (whether
+        # one matters at all is asked once for a run of twins: ``_skipped``).
         previous: _Previous | None = None
         relevance: tuple[PodInfo, frozenset[object]] | None = None  # the last member's skips
         rule_aware: frozenset[object] = frozenset(self._rule_aware)
