@@ -193,6 +193,17 @@ class GangQueue:
                 moved += 1
         return moved
 
+    def activate_if(self, wanted: Callable[[GangKey, str], bool]) -> int:
+        """``activate_unschedulable`` for the parked gangs ``wanted(key, queue)`` picks: an
+        event that can only help some (a gang that may now be preempted helps those that
+        outrank it)."""
+        moved = 0
+        for key, entry in self._entries.items():
+            if entry.where == "unschedulable" and wanted(key, entry.queue):
+                self._push(key, entry)
+                moved += 1
+        return moved
+
     def activate(self, key: GangKey) -> None:
         """Make one gang active now (its own event: a member arrived, its PodGroup changed)."""
         entry = self._entries.get(key)

@@ -223,7 +223,10 @@ class ClusterState:
         if info.declared_run_error and not info.assigned:
             self._report_hint(info)
         if info.assigned:
+            confirmed = info.key in gang.reserved
             gang.bound_seen(info.key)
+            if confirmed and not gang.reserved and not gang.binding:
+                self._may_be_a_victim(gang)
         if info.deleting and info.key in gang.reserved:
             self._unreserve_member(gang, info.key)
             gang.member_left = True
@@ -231,6 +234,20 @@ class ClusterState:
         if gang.is_pending(info) and not _status_note_only(previous, info):
             self.enqueue(gang)  # a member to place (others' updates need no new cycle)
         self.reporter.gang_changed(gang)
+
+    def _may_be_a_victim(self, gang: Gang) -> None:
+        """The gang's last placed member is seen bound. A gang with members in Permit or
+        binding is never a victim (preemption or reclaim would leave it partial), so a
+        preemptor that failed while it was binding tried nothing since: the parked gangs that
+        outrank it try again now (only those: a backlog of equals is not retried on every
+        completion)."""
+        priority, gangs = gang.priority, self.gangs
+
+        def outranks(key: object, _queue: str) -> bool:
+            other = gangs.get(key) if isinstance(key, GangKey) else None
+            return other is not None and other.priority > priority
+
+        self.queue.activate_if(outranks)
 
     def _refuse_ambiguous(self, info: PodInfo) -> None:
         """A pod naming two groups is scheduled with neither (guessing could split a gang) and
@@ -471,9 +488,17 @@ class ClusterState:
         gangs = self._gangs_of(info)
         if not gangs:
             self.reporter.group_changed(info)  # a group without pods yet (Volcano: Inqueue?)
+        # only the status changed (mostly our own write, coming back): nothing a new cycle
+        # could use, and retrying on it would loop with the writer, as for a pod's condition
+        status_only = previous is not None and info == replace(
+            previous, status=info.status, resource_version=info.resource_version
+        )
         for gang in gangs:
             self._podgroup_changed(
-                gang, for_replica(self.podgroups, (info.namespace, gang.key.group)), previous
+                gang,
+                for_replica(self.podgroups, (info.namespace, gang.key.group)),
+                previous,
+                retry=not status_only,
             )
 
     def _gangs_of(self, info: PodGroupInfo) -> list[Gang]:
@@ -484,7 +509,11 @@ class ClusterState:
         return [g for k, g in self.gangs.items() if _described_by(info, k)]
 
     def _podgroup_changed(
-        self, gang: Gang, info: PodGroupInfo | None, previous: PodGroupInfo | None
+        self,
+        gang: Gang,
+        info: PodGroupInfo | None,
+        previous: PodGroupInfo | None,
+        retry: bool = True,
     ) -> None:
         if info is None:
             return
@@ -497,7 +526,7 @@ class ClusterState:
                 self.on_disruption(gang, f"its PodGroup became invalid: {info.error}")
             elif gang.min_member != quorum:
                 self.on_disruption(gang, f"minMember changed from {quorum} to {gang.min_member}")
-        if gang.pending():
+        if retry and gang.pending():
             self.enqueue(gang)
             self.queue.activate(gang.key)
         self.reporter.gang_changed(gang)
