@@ -40,6 +40,8 @@ class _Entry:
     timer: asyncio.TimerHandle | None = None
     #: the queue (``gang.queue.tree``) whose heap holds it while active
     queue: str = DEFAULT_QUEUE
+    #: the gang's priority as preemption compares it (``activate_outranking``)
+    priority: int = 0
 
 
 class GangQueue:
@@ -55,6 +57,12 @@ class GangQueue:
         self.backoff_max = backoff_max
         self.flush_after = flush_after
         self._entries: dict[GangKey, _Entry] = {}
+        #: exactly the entries whose ``where`` is "unschedulable" (kept by ``_push``, ``_park``
+        #: and ``remove``): cluster events wake these, and a backlog keeps most gangs elsewhere
+        self._parked: dict[GangKey, _Entry] = {}
+        #: the parked gangs' highest priority and their queues; None when ``_parked`` changed
+        #: since it was taken (most completions find it still valid: a parked backlog is still)
+        self._parked_summary: tuple[int, frozenset[str]] | None = None
         #: per queue, active gangs by QueueSort key; an item whose seq is not its entry's is
         #: stale (the entry was pushed again, or moved to another queue) and skipped
         self._heaps: dict[str, list[tuple[SortKey, int, GangKey]]] = {}
@@ -82,16 +90,19 @@ class GangQueue:
             out[entry.where or "in_flight"] += 1
         return out
 
-    def add(self, key: GangKey, sort_key: SortKey, queue: str = DEFAULT_QUEUE) -> None:
+    def add(
+        self, key: GangKey, sort_key: SortKey, queue: str = DEFAULT_QUEUE, priority: int = 0
+    ) -> None:
         """A gang has work (new or changed members): make it active unless it is backing off."""
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry(sort_key, queue=queue)
+            entry = self._entries[key] = _Entry(sort_key, queue=queue, priority=priority)
             self._push(key, entry)
             return
         changed = entry.sort_key != sort_key or entry.queue != queue
         entry.sort_key = sort_key
         entry.queue = queue
+        entry.priority = priority
         if entry.where == "unschedulable" or (entry.where == "active" and changed):
             self._push(key, entry)
         # active with a new key: pushed again (pop skips the stale item); backoff: waits;
@@ -101,6 +112,7 @@ class GangQueue:
         entry = self._entries.pop(key, None)
         if entry is not None and entry.timer is not None:
             entry.timer.cancel()
+        self._unpark(key)
 
     # --- the cycle's side ----------------------------------------------------------------
 
@@ -186,23 +198,34 @@ class GangQueue:
 
         Gangs still in backoff stay there: backoff is about pacing, not capacity.
         """
-        moved = 0
-        for key, entry in self._entries.items():
-            if entry.where == "unschedulable":
-                self._push(key, entry)
-                moved += 1
-        return moved
+        parked = list(self._parked.items())
+        for key, entry in parked:
+            self._push(key, entry)
+        return len(parked)
 
-    def activate_if(self, wanted: Callable[[GangKey, str], bool]) -> int:
-        """``activate_unschedulable`` for the parked gangs ``wanted(key, queue)`` picks: an
-        event that can only help some (a gang that may now be preempted helps those that
-        outrank it)."""
-        moved = 0
-        for key, entry in self._entries.items():
-            if entry.where == "unschedulable" and wanted(key, entry.queue):
-                self._push(key, entry)
-                moved += 1
-        return moved
+    def activate_outranking(self, priority: int, queue: str) -> int:
+        """A gang of ``priority`` in ``queue`` may be a victim now (its last member is bound):
+        the parked gangs that could take its place try again. Preemption takes lower priority,
+        reclaim takes from other queues; a backlog of equals in one queue is left parked (on
+        every completion it would be tried again for nothing)."""
+        summary = self._parked_summary
+        if summary is None:
+            parked = self._parked.values()
+            summary = self._parked_summary = (
+                max((e.priority for e in parked), default=priority),
+                frozenset(e.queue for e in parked),
+            )
+        top, queues = summary
+        if top <= priority and queues <= {queue}:
+            return 0
+        woken = [
+            (key, entry)
+            for key, entry in self._parked.items()
+            if entry.priority > priority or entry.queue != queue
+        ]
+        for key, entry in woken:
+            self._push(key, entry)
+        return len(woken)
 
     def activate(self, key: GangKey) -> None:
         """Make one gang active now (its own event: a member arrived, its PodGroup changed)."""
@@ -218,15 +241,25 @@ class GangQueue:
             entry.timer = None
         entry.where = "active"
         entry.seq = next(self._seq)
+        self._unpark(key)
         heap = self._heaps.setdefault(entry.queue, [])
         heapq.heappush(heap, (entry.sort_key, entry.seq, key))
         self._ready.set()
 
     def _park(self, key: GangKey, entry: _Entry, where: str, delay: float) -> None:
         entry.where = where
+        if where == "unschedulable":
+            self._parked[key] = entry
+            self._parked_summary = None
+        else:
+            self._unpark(key)
         if entry.timer is not None:
             entry.timer.cancel()
         entry.timer = self._loop.call_later(delay, self._expire, key, entry)
+
+    def _unpark(self, key: GangKey) -> None:
+        if self._parked.pop(key, None) is not None:
+            self._parked_summary = None
 
     def _expire(self, key: GangKey, entry: _Entry) -> None:
         entry.timer = None

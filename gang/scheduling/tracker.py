@@ -238,16 +238,9 @@ class ClusterState:
     def _may_be_a_victim(self, gang: Gang) -> None:
         """The gang's last placed member is seen bound. A gang with members in Permit or
         binding is never a victim (preemption or reclaim would leave it partial), so a
-        preemptor that failed while it was binding tried nothing since: the parked gangs that
-        outrank it try again now (only those: a backlog of equals is not retried on every
-        completion)."""
-        priority, gangs = gang.priority, self.gangs
-
-        def outranks(key: object, _queue: str) -> bool:
-            other = gangs.get(key) if isinstance(key, GangKey) else None
-            return other is not None and other.priority > priority
-
-        self.queue.activate_if(outranks)
+        preemptor or reclaimer that failed while it was binding tried nothing since: the
+        parked gangs that could take its place try again now."""
+        self.queue.activate_outranking(gang.priority, gang.membership.queue or "")
 
     def _refuse_ambiguous(self, info: PodInfo) -> None:
         """A pod naming two groups is scheduled with neither (guessing could split a gang) and
@@ -611,7 +604,12 @@ class ClusterState:
     def enqueue(self, gang: Gang) -> None:
         """Offer the gang to the queue under its current QueueSort key, in its queue's heap."""
         self.ledger.refresh(gang)
-        self.queue.add(gang.key, self.queue_sort.sort_key(gang), gang.membership.queue or "")
+        self.queue.add(
+            gang.key,
+            self.queue_sort.sort_key(gang),
+            gang.membership.queue or "",
+            gang.priority,
+        )
 
     def register_vectors(self, pods: list[PodInfo]) -> None:
         """Give every requested resource a column before a snapshot is taken."""

@@ -414,3 +414,39 @@ async def test_a_reclaim_waits_out_the_min_runtime_and_then_takes() -> None:
         await _filled(env, "team-b", 8)
         assert asyncio.get_running_loop().time() - started >= 1.5
         assert env.scheduler.cycle.reclaims == 1
+
+
+async def test_a_reclaimer_that_came_while_its_victims_were_binding_takes_them_once_bound() -> None:
+    """A gang whose members are in Permit or binding is never a victim (it would be left
+    partial). B's gang arrives while both of A's gangs are binding, so its one cycle finds
+    nothing to reclaim and it is parked. Once an A gang is wholly bound, that completion must
+    send B round again: nothing else changes (no capacity moves), and B waits a minute
+    otherwise, for the flush of parked gangs."""
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi") as env, env.cluster.api_client() as c:
+        load = _two_teams(c, KAI)
+        await load.setup()
+        env.cluster.faults.binding_latency = 1.5
+        await _add(load, "team-a", 2)
+        state = env.scheduler.state
+
+        async def a_binding() -> bool:
+            gangs = [g for k, g in state.gangs.items() if k.namespace == "team-a"]
+            return len(gangs) == 2 and all(len(g.binding) == 8 for g in gangs)
+
+        await eventually(a_binding)
+        failed = env.scheduler.stats.attempts.get("unschedulable", 0)
+        await _add(load, "team-b", 1)
+
+        async def b_parked() -> bool:
+            return env.scheduler.stats.attempts.get("unschedulable", 0) > failed
+
+        await eventually(b_parked)
+        assert (await _held(env))["team-a"] < 16, "A bound before B was tried: no race"
+        env.cluster.faults.binding_latency = 0.0
+        await eventually(lambda: _has(env, "team-b", 8), within=8)
+        a = await _bound_per_gang(env, "team-a")
+        assert sorted(a.values()) == [8], a  # one of A's gangs went, whole
+
+
+async def _has(env: Env, namespace: str, gpus: int) -> bool:
+    return (await _held(env))[namespace] == gpus

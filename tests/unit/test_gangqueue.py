@@ -7,8 +7,11 @@ measured with ``loop.time()`` (the clock the timers use) and only bounded from b
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gang.queue.gangqueue import GangKey, GangQueue
 
@@ -336,3 +339,97 @@ async def test_backoff_of_an_unschedulable_gang_replaces_its_flush_timer() -> No
     assert q.where("g") == "backoff"
     assert await pop_soon(q) == "g"
     assert loop.time() - started >= 2 * TICK  # attempts 2: initial x 2
+
+
+# --------------------------------------------------------------------------------------------
+# A gang that may now be a victim wakes those that could take its place
+
+
+async def parked(q: GangQueue, key: GangKey, queue_name: str, priority: int) -> None:
+    q.add(key, (0,), queue_name, priority)
+    assert await pop_soon(q) == key
+    q.done(key, "unschedulable")
+
+
+async def test_activate_outranking_wakes_higher_priority_and_other_queues_only() -> None:
+    q = queue(backoff_initial=60.0, backoff_max=60.0)
+    await parked(q, "equal", "team-a", 5)
+    await parked(q, "lower", "team-a", 1)
+    await parked(q, "higher", "team-a", 9)
+    await parked(q, "other-queue", "team-b", 0)
+    q.add("backing-off", (0,), "team-a", 9)
+    assert await pop_soon(q) == "backing-off"
+    q.done("backing-off", "backoff")
+
+    assert q.activate_outranking(5, "team-a") == 2
+    assert {k: q.where(k) for k in ("equal", "lower", "higher", "other-queue")} == {
+        "equal": "unschedulable",
+        "lower": "unschedulable",
+        "higher": "active",
+        "other-queue": "active",
+    }
+    assert q.where("backing-off") == "backoff"  # pacing, not capacity
+    assert q.activate_outranking(5, "team-a") == 0
+    assert sorted(await drain(q)) == ["higher", "other-queue"]
+
+
+async def test_activate_outranking_sees_a_gang_parked_after_the_last_call() -> None:
+    """The parked gangs' summary is taken lazily; a gang parked (or woken) since must count."""
+    q = queue()
+    await parked(q, "equal", "", 5)
+    assert q.activate_outranking(5, "") == 0  # summary taken: nothing outranks
+    await parked(q, "urgent", "", 7)
+    assert q.activate_outranking(5, "") == 1
+    assert await pop_soon(q) == "urgent"
+    assert q.activate_outranking(5, "") == 0
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "pop", "remove", "activate", "all", "outranking", "backoff"]),
+        st.sampled_from(["g0", "g1", "g2", "g3", "g4"]),
+        st.integers(0, 3),  # priority
+        st.sampled_from(["", "team-b"]),
+        st.sampled_from(["scheduled", "unschedulable", "backoff", "requeue"]),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=_OPS)
+def test_parked_gangs_and_their_wakers_follow_every_move(ops: list[Any]) -> None:
+    """Whatever runs, the parked set is exactly the unschedulable gangs, and
+    ``activate_outranking`` wakes exactly those a scan of every gang would pick."""
+
+    async def run() -> None:
+        q = queue(backoff_initial=60.0, backoff_max=60.0, flush_after=60.0)
+        priorities: dict[GangKey, tuple[int, str]] = {}
+        for op, key, priority, queue_name, outcome in ops:
+            if op == "add":
+                q.add(key, (priority,), queue_name, priority)
+                priorities[key] = (priority, queue_name)
+            elif op == "pop" and q.counts()["active"]:
+                q.done(await pop_soon(q), outcome)
+            elif op == "remove":
+                q.remove(key)
+            elif op == "activate":
+                q.activate(key)
+            elif op == "all":
+                q.activate_unschedulable()
+            elif op == "backoff":
+                q.backoff(key)
+            elif op == "outranking":
+                expected = {
+                    k
+                    for k, (p, qn) in priorities.items()
+                    if q.where(k) == "unschedulable" and (p > priority or qn != queue_name)
+                }
+                assert q.activate_outranking(priority, queue_name) == len(expected)
+                assert all(q.where(k) == "active" for k in expected)
+            unschedulable = {k for k in priorities if q.where(k) == "unschedulable"}
+            assert set(q._parked) == unschedulable
+        for k in priorities:
+            q.remove(k)  # cancels the timers
+
+    asyncio.run(run())
