@@ -10,10 +10,12 @@ ones large Python services such as Instagram's take):
 - a young collection every ``YOUNG_THRESHOLD`` allocations instead of 700. Reference counting
   still frees everything that is not in a cycle at once, so only garbage *cycles* wait longer,
   and a young generation of this size stays a few megabytes;
-- once the informers have synced, one full collection and then ``gc.freeze()``: what the lists
-  built moves to the permanent generation, which later passes never walk. Frozen objects are
-  still freed by reference counting when the cache drops them; only a cycle among them would
-  outlive its use, and the cache keeps no cycles.
+- once the informers have synced, ``gc.freeze()``: what the lists built moves to the permanent
+  generation, which later passes never walk. Frozen objects are still freed by reference
+  counting when the cache drops them; only a cycle among them would outlive its use, and the
+  cache keeps no cycles. No full collection comes first: at 5,000 nodes / 20,000 pods it walked
+  about 230,000 objects for 0.15 s of start-up, on the way to the first binding, and found 70
+  unreachable ones (start-up's own cycles), which now stay frozen: once, a few kilobytes.
 
 Measured on the simulator's many-core profile, 2,000 nodes / 16,000 pods (2-core machine, post
 workers on): the scheduler's CPU per bound pod 243 → 219 µs (three runs each).
@@ -42,10 +44,9 @@ _frozen = 0
 
 
 def freeze_listed() -> None:
-    """After the first complete lists: collect once, then exclude what survived from every
-    later collection."""
+    """After the first complete lists: exclude everything tracked so far from every later
+    collection."""
     global _frozen
-    gc.collect()
     gc.freeze()
     _frozen = gc.get_freeze_count()
 

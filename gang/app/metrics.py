@@ -22,19 +22,34 @@ from prometheus_client.registry import Collector
 
 from gang.app import gcpolicy
 from gang.app.scheduler import GangScheduler
+from gang.app.startup import StartupClock
 
 
 class SchedulerCollector(Collector):
     def __init__(
-        self, current: Callable[[], GangScheduler | None], is_leader: Callable[[], bool]
+        self,
+        current: Callable[[], GangScheduler | None],
+        is_leader: Callable[[], bool],
+        startup: StartupClock | None = None,
     ) -> None:
         self.current = current
         self.is_leader = is_leader
+        self.startup = startup
 
     def collect(self) -> Iterator[Metric]:
         leader = GaugeMetricFamily("gang_leader", "1 if this replica holds the lease and schedules")
         leader.add_metric([], 1.0 if self.is_leader() else 0.0)
         yield leader
+        if self.startup is not None and self.startup.marks:
+            startup = GaugeMetricFamily(
+                "gang_startup_seconds",
+                "Seconds from the process's start to each start-up step, wall or CPU",
+                labels=["step", "clock"],
+            )
+            for step, (wall, cpu) in self.startup.marks.items():
+                startup.add_metric([step, "wall"], wall)
+                startup.add_metric([step, "cpu"], cpu)
+            yield startup
         scheduler = self.current()
         if scheduler is None or not scheduler.ready.is_set():
             return
@@ -265,8 +280,10 @@ def informer_metrics(scheduler: GangScheduler) -> Iterator[Metric]:
 
 
 def make_registry(
-    current: Callable[[], GangScheduler | None], is_leader: Callable[[], bool]
+    current: Callable[[], GangScheduler | None],
+    is_leader: Callable[[], bool],
+    startup: StartupClock | None = None,
 ) -> CollectorRegistry:
     registry = CollectorRegistry()
-    registry.register(SchedulerCollector(current, is_leader))
+    registry.register(SchedulerCollector(current, is_leader, startup))
     return registry

@@ -23,6 +23,7 @@ from gang.app import gcpolicy
 from gang.app.metrics import make_registry
 from gang.app.scheduler import GangScheduler
 from gang.app.server import StatusServer
+from gang.app.startup import StartupClock
 from gang.kube.client import make_api_client
 from gang.kube.leader import LeaderElector, LeadershipLost
 from gang.kube.transport import Kube
@@ -37,7 +38,9 @@ def identity() -> str:
 
 
 class Process:
-    def __init__(self, settings: Settings, tune_gc: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, tune_gc: bool = False, startup: StartupClock | None = None
+    ) -> None:
         self.settings = settings
         #: the process is ``gang run`` itself (not a test embedding it): the collector runs
         #: rarely, and the listed cache is frozen out of it once synced (gang.app.gcpolicy)
@@ -47,6 +50,8 @@ class Process:
         self.elector: LeaderElector | None = None
         self.server: StatusServer | None = None
         self.stopping = asyncio.Event()
+        #: where start-up went (``gang.app.startup``); ``gang run`` passes one with its imports
+        self.startup = startup or StartupClock.of_this_process()
 
     def _is_leader(self) -> bool:
         if self.elector is None:
@@ -62,31 +67,37 @@ class Process:
             return False, "informers not synced yet"
         return True, "ok"
 
-    @staticmethod
-    async def _freeze_when_synced(scheduler: GangScheduler) -> None:
+    async def _when_synced(self, scheduler: GangScheduler) -> None:
         await scheduler.ready.wait()
-        gcpolicy.freeze_listed()
+        self.startup.mark("lists")
+        if self.tune_gc:
+            gcpolicy.freeze_listed()
+
+    def _first_binding(self) -> None:
+        if "first_binding" not in self.startup.marks:  # (a later leadership term's: not again)
+            self.startup.mark("first_binding")
+            log.info("start-up: %s", self.startup.summary())
 
     async def run(self) -> int:
         settings = self.settings
         api_client = await make_api_client(settings.kubeconfig)
+        self.startup.mark("api_client")
         if settings.server.enabled:
-            registry = make_registry(lambda: self.scheduler, self._is_leader)
+            registry = make_registry(lambda: self.scheduler, self._is_leader, self.startup)
             self.server = StatusServer(registry, lambda: self.scheduler, self.readiness)
             await self.server.start(settings.server.host, settings.server.port)
             log.info("serving /healthz /readyz /metrics /debug/gangs on port %d", self.server.port)
 
         async def lead() -> None:
+            self.startup.mark("leading")
             scheduler = GangScheduler(api_client, settings.scheduler, instance=self.identity)
+            scheduler.on_first_binding = self._first_binding
             self.scheduler = scheduler
-            freezer = (
-                asyncio.create_task(self._freeze_when_synced(scheduler)) if self.tune_gc else None
-            )
+            synced = asyncio.create_task(self._when_synced(scheduler))
             try:
                 await scheduler.run()
             finally:
-                if freezer is not None:
-                    freezer.cancel()
+                synced.cancel()
 
         if self.tune_gc:
             gcpolicy.collect_rarely()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,8 @@ class GangScheduler:
         self.ready = asyncio.Event()
         self.stats = Stats()
         self._started = False
+        #: called once, when the first binding is accepted (the start-up clock's last step)
+        self.on_first_binding: Callable[[], None] | None = None
 
     def _build(self) -> None:
         cfg = self.config
@@ -321,6 +324,9 @@ class GangScheduler:
         self.cycle.disrupted(gang, why)
 
     def _bound(self, gang: Gang, key: Key, node: str) -> None:
+        if self.on_first_binding is not None:
+            first, self.on_first_binding = self.on_first_binding, None
+            first()
         last_in_flight = gang.binding <= gang.bound_unseen | {key}
         if gang.waiting_since is not None and last_in_flight and not gang.pending():
             loop = asyncio.get_running_loop()

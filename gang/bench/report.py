@@ -73,6 +73,14 @@ def table(results: list[BenchResult]) -> str:
                 f"  start-up: first binding {r.first_binding_seconds:.2f} s after the scheduler "
                 f"started ({r.startup_cpu_seconds:.2f} CPU s: imports, lists, first cycles)"
             )
+        if r.startup_steps:
+            steps = ", ".join(
+                f"{step.replace('_', ' ')} {wall:.2f} ({cpu:.2f})"
+                for step, (wall, cpu) in r.startup_steps.items()
+            )
+            lines.append(
+                f"  start-up as the scheduler marked it, s since its start (CPU s): {steps}"
+            )
         if r.pods_bound:
             writes = r.status_writes + r.pod_condition_writes + r.events_posted
             lines.append(

@@ -86,6 +86,9 @@ class BenchResult:
     #: first cycles), and the scheduler's CPU seconds in that time
     first_binding_seconds: float = 0.0
     startup_cpu_seconds: float = 0.0
+    #: the scheduler's own start-up marks (``gang.app.startup``): step → [wall s, CPU s]
+    #: since its process began
+    startup_steps: dict[str, list[float]] = field(default_factory=dict)
     #: the scheduler's writes besides bindings until the last binding (its /metrics)
     status_writes: int = 0
     events_posted: int = 0
@@ -500,6 +503,7 @@ class Driver:
                 await _metric(port, "gang_pod_condition_writes_total")
             )
             result.bind_concurrency_limit = int(await _metric(port, "gang_bind_concurrency_limit"))
+            result.startup_steps = startup_steps(await metrics_text(port))
             if self.config.preemptor:
                 await self._preempt(result, port)
             result.scheduler_peak_rss_mb = _peak_rss_mb(scheduler.pid)
@@ -784,6 +788,24 @@ async def metrics_text(port: int) -> str:
         session.get(f"http://127.0.0.1:{port}/metrics") as resp,
     ):
         return await resp.text()
+
+
+def startup_steps(metrics: str) -> dict[str, list[float]]:
+    """``gang_startup_seconds`` from a /metrics page: step → [wall s, CPU s], in step order."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from gang.app.startup import STEPS
+
+    found: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(metrics):
+        if family.name == "gang_startup_seconds":
+            for sample in family.samples:
+                found.setdefault(sample.labels["step"], {})[sample.labels["clock"]] = sample.value
+    return {
+        step: [found[step].get("wall", 0.0), found[step].get("cpu", 0.0)]
+        for step in STEPS
+        if step in found
+    }
 
 
 async def _metric(port: int, name: str) -> float:

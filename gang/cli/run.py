@@ -57,6 +57,9 @@ def command(args: argparse.Namespace) -> int:
     from gang.app.eventloop import EventLoopError, loop_name, run
     from gang.app.logs import configure_logging
     from gang.app.process import Process
+    from gang.app.startup import StartupClock
+
+    startup = StartupClock.of_this_process()
 
     overrides = {
         "kubeconfig": args.kubeconfig,
@@ -74,6 +77,8 @@ def command(args: argparse.Namespace) -> int:
     }
     from gang.app.profiles import ProfileError, check_profiles
 
+    startup.mark("imports")
+
     try:
         settings = load_settings(args.config, overrides)
         check_profiles(settings.scheduler)
@@ -83,4 +88,4 @@ def command(args: argparse.Namespace) -> int:
         return 2
     configure_logging(settings.logging.level, settings.logging.format)
     logging.getLogger(__name__).info("event loop: %s", loop)
-    return run(Process(settings, tune_gc=True).run(), settings.event_loop)
+    return run(Process(settings, tune_gc=True, startup=startup).run(), settings.event_loop)
