@@ -15,6 +15,7 @@ from prometheus_client import generate_latest
 from gang.app.metrics import make_registry
 from gang.app.startup import STEPS, StartupClock
 from gang.bench.runner import startup_steps
+from tests.app.test_gcpolicy import _metric
 from tests.sim.kubectl_server import free_port, gang_run, gang_sim_serve
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "plain-pods-gang.yaml"
@@ -39,13 +40,8 @@ def test_gang_run_marks_each_step_up_to_its_first_binding(tmp_path: Path) -> Non
                 assert time.monotonic() < deadline, f"no first binding marked: {steps}"
                 time.sleep(0.1)
             frozen = 0.0
-            while time.monotonic() < deadline and not frozen:  # frozen once it bound
-                text = _metrics(url)
-                frozen = next(
-                    float(line.split()[1])
-                    for line in text.splitlines()
-                    if line.startswith("gang_gc_frozen_objects ")
-                )
+            while time.monotonic() < deadline and not frozen:  # frozen once the lists are in
+                frozen = _metric(url, "gang_gc_frozen_objects")
                 time.sleep(0.05)
     assert list(steps) == list(STEPS)
     walls = [wall for wall, _ in steps.values()]

@@ -84,11 +84,11 @@ async def _add(load: QueueLoad, queue: str, count: int, members: int = 8, gpus: 
         del i
 
 
-async def _filled(env: Env, namespace: str, gpus: int) -> None:
+async def _filled(env: Env, namespace: str, gpus: int, within: float = 15) -> None:
     async def full() -> bool:
         return (await _held(env))[namespace] == gpus
 
-    await eventually(full, within=15)
+    await eventually(full, within=within)
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -443,10 +443,6 @@ async def test_a_reclaimer_that_came_while_its_victims_were_binding_takes_them_o
         await eventually(b_parked)
         assert (await _held(env))["team-a"] < 16, "A bound before B was tried: no race"
         env.cluster.faults.binding_latency = 0.0
-        await eventually(lambda: _has(env, "team-b", 8), within=8)
+        await _filled(env, "team-b", 8, within=8)
         a = await _bound_per_gang(env, "team-a")
         assert sorted(a.values()) == [8], a  # one of A's gangs went, whole
-
-
-async def _has(env: Env, namespace: str, gpus: int) -> bool:
-    return (await _held(env))[namespace] == gpus

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gang.models.queueapis import DEFAULT_QUEUE
 from gang.queue.gangqueue import GangKey, GangQueue
 
 TICK = 0.05  # the base delay used throughout
@@ -45,9 +46,15 @@ async def drain(q: GangQueue) -> list[GangKey]:
     return keys
 
 
-async def popped(q: GangQueue, key: GangKey, sort_key: tuple[int, ...] = (0,)) -> None:
+async def popped(
+    q: GangQueue,
+    key: GangKey,
+    sort_key: tuple[int, ...] = (0,),
+    queue_name: str = DEFAULT_QUEUE,
+    priority: int = 0,
+) -> None:
     """Add ``key`` and take it out again, as a scheduling cycle would before ``done``."""
-    q.add(key, sort_key)
+    q.add(key, sort_key, queue_name, priority)
     assert await pop_soon(q) == key
     assert q.where(key) == ""
 
@@ -346,8 +353,7 @@ async def test_backoff_of_an_unschedulable_gang_replaces_its_flush_timer() -> No
 
 
 async def parked(q: GangQueue, key: GangKey, queue_name: str, priority: int) -> None:
-    q.add(key, (0,), queue_name, priority)
-    assert await pop_soon(q) == key
+    await popped(q, key, (0,), queue_name, priority)
     q.done(key, "unschedulable")
 
 
