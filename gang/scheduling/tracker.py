@@ -481,9 +481,17 @@ class ClusterState:
         gangs = self._gangs_of(info)
         if not gangs:
             self.reporter.group_changed(info)  # a group without pods yet (Volcano: Inqueue?)
+        # only the status changed (mostly our own write, coming back): nothing a new cycle
+        # could use, and retrying on it would loop with the writer, as for a pod's condition
+        status_only = previous is not None and info == replace(
+            previous, status=info.status, resource_version=info.resource_version
+        )
         for gang in gangs:
             self._podgroup_changed(
-                gang, for_replica(self.podgroups, (info.namespace, gang.key.group)), previous
+                gang,
+                for_replica(self.podgroups, (info.namespace, gang.key.group)),
+                previous,
+                retry=not status_only,
             )
 
     def _gangs_of(self, info: PodGroupInfo) -> list[Gang]:
@@ -494,7 +502,11 @@ class ClusterState:
         return [g for k, g in self.gangs.items() if _described_by(info, k)]
 
     def _podgroup_changed(
-        self, gang: Gang, info: PodGroupInfo | None, previous: PodGroupInfo | None
+        self,
+        gang: Gang,
+        info: PodGroupInfo | None,
+        previous: PodGroupInfo | None,
+        retry: bool = True,
     ) -> None:
         if info is None:
             return
@@ -507,7 +519,7 @@ class ClusterState:
                 self.on_disruption(gang, f"its PodGroup became invalid: {info.error}")
             elif gang.min_member != quorum:
                 self.on_disruption(gang, f"minMember changed from {quorum} to {gang.min_member}")
-        if gang.pending():
+        if retry and gang.pending():
             self.enqueue(gang)
             self.queue.activate(gang.key)
         self.reporter.gang_changed(gang)

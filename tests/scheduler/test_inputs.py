@@ -141,3 +141,43 @@ async def test_cordoned_node_is_skipped() -> None:
 
         await eventually(bound)
         assert set((await env.api.bound()).values()) == {"node-00001"}
+
+
+async def test_our_own_podgroup_status_does_not_send_a_waiting_gang_round_again() -> None:
+    """kube-scheduler requeues no pod for a status-only update. A gang that cannot fit gets
+    its PodGroup status written; the watch brings that write back, and that echo must not
+    send the gang through another cycle (on a backlog it doubled the failed attempts)."""
+    async with gang_env("2:gpu=8") as env:
+        api = env.api
+        await api.create_pods([gang_pod("blocker", None, gpu=8)])
+
+        async def blocker_bound() -> bool:
+            return "blocker" in await api.bound()
+
+        await eventually(blocker_bound)
+        # the members first: the gang waits for its PodGroup, then has one reason to be tried
+        await api.create_pods([gang_pod(f"wide-{i}", "wide", gpu=8) for i in range(2)])
+
+        async def told() -> bool:
+            return any(
+                "PodGroup default/wide not found" in e["message"] for e in await api.events()
+            )
+
+        async def settled() -> bool:  # the members' arrivals have been tried
+            seen = env.scheduler.stats.attempts.get("unschedulable", 0)
+            await asyncio.sleep(0.3)
+            return env.scheduler.stats.attempts.get("unschedulable", 0) == seen
+
+        await eventually(told)
+        await eventually(settled)
+        before = env.scheduler.stats.attempts.get("unschedulable", 0)
+        await api.create_podgroup(podgroup("wide", 2))
+
+        async def status_says_why() -> bool:
+            status = (await api.get_podgroup("wide")).get("status") or {}
+            return any(c.get("status") == "False" for c in status.get("conditions") or [])
+
+        await eventually(status_says_why)
+        await asyncio.sleep(1.0)  # the status write's echo has long come back
+        assert env.scheduler.stats.attempts.get("unschedulable", 0) - before == 1
+        assert not (await api.bound()).keys() & {"wide-0", "wide-1"}
