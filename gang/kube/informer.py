@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from gang.kube.decoding import WHOLE, Decoding
 from gang.kube.transport import Kind, Kube, KubeError, backoff_delay
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,10 @@ class Handler(Protocol):
     def delete(self, key: Key, obj: Obj | None) -> None: ...
     def synced(self) -> None:
         """Called after each complete list has been applied."""
+
+
+# A handler may also carry ``decoding`` (``gang.kube.decoding.Decoding``): how its kind's list
+# pages and watch lines are decoded for it (the scheduler's pod handler takes ``LazyPod``s).
 
 
 def object_key(obj: Mapping[str, Any]) -> Key:
@@ -74,6 +79,9 @@ class Informer:
         self.handler = handler
         self.resync_period = resync_period
         self.watch_timeout = watch_timeout
+        #: how list pages and watch lines become objects: the handler's own ``decoding``
+        #: where it names one (it then reads what that makes), else as they are
+        self.decoding: Decoding = getattr(handler, "decoding", WHOLE)
         self._known: dict[Key, str] = {}
         self.resource_version = ""
         self.has_synced = asyncio.Event()
@@ -109,7 +117,7 @@ class Informer:
         seen: dict[Key, str] = {}
         held: list[Obj] = []
         rv = ""
-        async for items, list_rv in self.kube.list_pages(self.kind):
+        async for items, list_rv in self.kube.list_pages(self.kind, self.decoding.page):
             rv = list_rv  # (every page carries the list's)
             if first:
                 self._apply_listed(items, seen)
@@ -146,7 +154,9 @@ class Informer:
                 return
             timeout = max(1, min(self.watch_timeout, int(remaining) + 1))
             try:
-                async for events in self.kube.watch(self.kind, self.resource_version, timeout):
+                async for events in self.kube.watch(
+                    self.kind, self.resource_version, timeout, self.decoding.event
+                ):
                     failures = 0
                     for event in events:
                         self._apply(event)

@@ -278,16 +278,19 @@ class Kube:
             rv = list_rv
         return items, rv
 
-    async def list_pages(self, kind: Kind) -> AsyncIterator[tuple[Objs, str]]:
+    async def list_pages(
+        self, kind: Kind, decode: Callable[[bytes], Any] = orjson.loads
+    ) -> AsyncIterator[tuple[Objs, str]]:
         """The list of ``kind`` page by page (500 objects each) with the list's
         resourceVersion. The next page is asked for before this one is handed over, so the
-        server prepares it while the caller works through this one."""
-        ahead = asyncio.ensure_future(self._page(kind, None))
+        server prepares it while the caller works through this one. ``decode`` turns a page's
+        body into its object (``gang.kube.decoding``)."""
+        ahead = asyncio.ensure_future(self._page(kind, None, decode))
         try:
             while True:
                 items, rv, token = await ahead
                 if token:
-                    ahead = asyncio.ensure_future(self._page(kind, token))
+                    ahead = asyncio.ensure_future(self._page(kind, token, decode))
                 yield items, rv
                 if not token:
                     return
@@ -295,16 +298,23 @@ class Kube:
             if not ahead.done():
                 ahead.cancel()
 
-    async def _page(self, kind: Kind, token: str | None) -> tuple[Objs, str, str | None]:
+    async def _page(
+        self, kind: Kind, token: str | None, decode: Callable[[bytes], Any]
+    ) -> tuple[Objs, str, str | None]:
         params: dict[str, Any] = {"limit": 500}
         if token:
             params["_continue"] = token
-        body = (await self.request(self._list_call(kind, **params), limited=False)).json()
+        answer = await self.request(self._list_call(kind, **params), limited=False)
+        body = decode(answer.body) if answer.body else {}
         meta = body.get("metadata") or {}
         return body.get("items") or [], meta.get("resourceVersion") or "", meta.get("continue")
 
     async def watch(
-        self, kind: Kind, resource_version: str, timeout_seconds: int
+        self,
+        kind: Kind,
+        resource_version: str,
+        timeout_seconds: int,
+        decode: Callable[[bytes], Any] = orjson.loads,
     ) -> AsyncIterator[Objs]:
         """Events after ``resource_version`` until the server ends the stream, decoded, in
         the batches they arrived in: whatever the connection holds is read at once and split
@@ -312,7 +322,8 @@ class Kube:
         per bound pod, its binding's confirmation, those were a tenth of the scheduler's
         core).
 
-        ``ERROR`` events are included (the caller relists on 410).
+        ``decode`` turns each line into its event (``gang.kube.decoding``). ``ERROR`` events
+        are included (the caller relists on 410).
         Raises KubeError if the watch cannot be opened or the stream breaks.
         """
         call = self._list_call(
@@ -341,7 +352,7 @@ class Kube:
                 if not data:
                     last = b"".join(unfinished)
                     if last.strip():
-                        yield [orjson.loads(last)]  # the stream's last line had no newline
+                        yield [decode(last)]  # the stream's last line had no newline
                     return
                 if b"\n" not in data:
                     unfinished.append(data)  # joined once, when its line ends
@@ -353,7 +364,7 @@ class Kube:
                 *lines, rest = data.split(b"\n")
                 if rest:
                     unfinished.append(rest)
-                events = [orjson.loads(line) for line in lines if line.strip()]
+                events = [decode(line) for line in lines if line.strip()]
                 if events:
                     yield events
         finally:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from gang.kube.decoding import DIGESTED_PODS, LEAN, WHOLE, Decoding, whole
 from gang.models.groupapis import GROUP_APIS, WORKLOAD, GroupApi, for_replica
 from gang.models.podgroup import PodGroupInfo
 from gang.models.queueapis import KAI_QUEUE_LABEL, QUEUE_APIS, QueueApi, QueueSpec
@@ -112,8 +113,8 @@ class ClusterState:
         self._unparsable: dict[Key, str] = {}
         #: pods whose malformed hint (e.g. the expected run time) was reported, and the error
         self._hints_reported: dict[Key, str] = {}
-        self.pods = _Handler(self._upsert_pod, self._delete_pod)
-        self.nodes = _Handler(self._upsert_node, self._delete_node)
+        self.pods = _Handler(self._upsert_pod, self._delete_pod, DIGESTED_PODS)
+        self.nodes = _Handler(self._upsert_node, self._delete_node, LEAN)
         #: per gang API (``gang.models.groupapis``): its objects, read as pod groups
         self.groups = {api.name: self._group_handler(api) for api in GROUP_APIS}
         #: per queue API (``gang.models.queueapis``): its objects, read as queues
@@ -156,7 +157,10 @@ class ClusterState:
     def _binding_confirmed(self, raw: Obj) -> PodInfo | None:
         """The one update seen for every pod we bind: the same pod, now on the node we reserved.
         Everything but node, phase and version is as we parsed it before (a pod's spec cannot
-        change), so the known PodInfo is reused instead of parsing the whole pod again."""
+        change), so the known PodInfo is reused instead of parsing the whole pod again.
+
+        It reads only what a ``LazyPod`` holds (``gang.kube.decoding``): a field read here
+        that the digest does not keep would read as None for every MODIFIED pod."""
         meta = raw.get("metadata") or {}
         key = (meta.get("namespace") or "", meta.get("name") or "")
         gang_key = self._gang_of.get(key)
@@ -185,6 +189,7 @@ class ClusterState:
     def _upsert_pod(self, raw: Obj) -> None:
         info = self._binding_confirmed(raw)
         if info is None:
+            raw = whole(raw)  # a MODIFIED line was decoded only as far as the check reads
             try:
                 info = parse_pod(raw)
             except PodParseError as err:
@@ -643,10 +648,15 @@ class _Handler:
     """Adapts ClusterState's methods to the informer Handler protocol."""
 
     def __init__(
-        self, upsert: Callable[[Obj], None], delete: Callable[[Key, Obj | None], None]
+        self,
+        upsert: Callable[[Obj], None],
+        delete: Callable[[Key, Obj | None], None],
+        decoding: Decoding = WHOLE,
     ) -> None:
         self.upsert = upsert
         self.delete = delete
+        #: how the informer decodes this kind's lists and watch lines (``upsert`` reads them)
+        self.decoding = decoding
         self.sync_count = 0
 
     def synced(self) -> None:

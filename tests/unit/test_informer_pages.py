@@ -25,7 +25,9 @@ class Pages:
     def __init__(self) -> None:
         self.lists: list[list[list[Obj] | KubeError]] = []
 
-    async def list_pages(self, kind: Any) -> AsyncIterator[tuple[list[Obj], str]]:
+    async def list_pages(
+        self, kind: Any, decode: Any = None
+    ) -> AsyncIterator[tuple[list[Obj], str]]:
         for page in self.lists.pop(0):
             if isinstance(page, KubeError):
                 raise page
@@ -71,7 +73,9 @@ class Stepped(Pages):
         self.applied_before_page: list[int] = []
         self.handler: Recorder | None = None
 
-    async def list_pages(self, kind: Any) -> AsyncIterator[tuple[list[Obj], str]]:
+    async def list_pages(
+        self, kind: Any, decode: Any = None
+    ) -> AsyncIterator[tuple[list[Obj], str]]:
         for page in self.lists.pop(0):
             assert self.handler is not None and not isinstance(page, KubeError)
             self.applied_before_page.append(sum(1 for e in self.handler.log if e[0] == "upsert"))
