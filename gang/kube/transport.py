@@ -305,7 +305,9 @@ class Kube:
         if token:
             params["_continue"] = token
         answer = await self.request(self._list_call(kind, **params), limited=False)
-        body = decode(answer.body) if answer.body else {}
+        if not answer.body:  # never taken for an empty list: that would delete every object
+            raise KubeError(0, "EmptyAnswer", f"listing {kind.name} answered no body")
+        body = decode(answer.body)
         meta = body.get("metadata") or {}
         return body.get("items") or [], meta.get("resourceVersion") or "", meta.get("continue")
 

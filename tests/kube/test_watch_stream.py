@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+import pytest
 from aiohttp import web
 
-from gang.kube.transport import PODS, Kube
+from gang.kube.decoding import lean_page
+from gang.kube.transport import PODS, Kube, KubeError
 from tests.kube.test_leanhttp import make_api_client_for
 from tests.stand_in import serve
 
@@ -52,3 +54,21 @@ async def test_events_split_across_writes_or_sharing_one_come_back_whole_and_in_
     got = [(e["type"], e["object"]["metadata"]["resourceVersion"]) for b in batches for e in b]
     assert got == [("ADDED", str(i)) for i in range(1, 7)] + [("BOOKMARK", "9")]
     assert any(len(b) == 3 for b in batches)  # the three written together come back together
+
+
+async def test_a_list_answered_without_a_body_is_a_retryable_error_not_an_empty_list() -> None:
+    """An empty list would make the informer delete every object it knows; a 200 with no
+    body is no answer (status 0: the informer retries after backoff)."""
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=200, body=b"")
+
+    async for url in serve(handler):
+        api = await make_api_client_for(url)
+        try:
+            with pytest.raises(KubeError) as raised:
+                [page async for page in Kube(api).list_pages(PODS, lean_page)]
+        finally:
+            await api.close()
+    assert raised.value.status == 0 and raised.value.retryable
+    assert "answered no body" in raised.value.message
