@@ -6,7 +6,7 @@ pod's JSON: which manager set which field), and nothing in a scheduler reads it;
 drops it from its informers' objects too (``TransformStripManagedFields``). msgspec decodes an
 object into typed structs and skips what they do not name without building it, so a pod or
 node here is decoded with every field it has except that one. And every pod the scheduler binds
-comes back once as a ``MODIFIED`` event, whose six fields the pod handler reads to see that it
+comes back once as a ``MODIFIED`` event, whose eight fields the pod handler reads to see that it
 is the binding it sent (``ClusterState._binding_confirmed``), keeping what it parsed before:
 that event is decoded only that far, into a ``LazyPod``, and whole only where the handler needs
 more (``whole``). Figures: ``docs/performance.md``.
