@@ -179,9 +179,9 @@ def digest_event(line: bytes) -> Obj:
     if line.startswith(MODIFIED_PREFIX):
         try:
             event = _digest(line)
-        except msgspec.DecodeError:
-            return orjson.loads(line)  # type: ignore[no-any-return]
-        if event.type == "MODIFIED":
+        except msgspec.DecodeError:  # not the digest's shape: lean_event (or orjson) judges
+            event = None
+        if event is not None and event.type == "MODIFIED":
             return {"type": "MODIFIED", "object": LazyPod(line, event.object)}
     return lean_event(line)
 
