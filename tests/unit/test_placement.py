@@ -375,6 +375,27 @@ def test_packing_prefers_the_zone_of_the_anchors() -> None:
     assert packed_zone(placed(place(cache, pods[:1], weights=PACK, anchors=["b0"]))) == "b"
 
 
+def test_a_zone_trial_that_fails_part_way_gives_back_what_it_took() -> None:
+    """Zone a is the tighter fit by count (one node, room for both members), but the members
+    share a host port, so its trial places one member and then fails. Trials consume the
+    snapshot's free matrix in place: the member it placed must be given back, so only what
+    the gang took in zone b is gone from it, and the next pods see zone a as it was."""
+    cache = cluster(
+        make_node("a0", cpu="4", zone="a"),
+        make_node("b0", cpu="4", zone="b"),
+        make_node("b1", cpu="4", zone="b"),
+    )
+    pods = [make_info(f"m{i}", cpu="2", host_port=8080) for i in range(2)]
+    snap = snapshot(cache, pods)
+    before = snap.free.copy()
+    result = placed(Placer(cache.index, PACK, ZONE).place(snap, pods, 2))
+    assert sorted(result.values()) == ["b0", "b1"]
+    taken = np.zeros_like(before)
+    for pod in pods:
+        taken[cache.nodes[result[pod.key]].row] += cache.index.requests_vector(pod.requests)
+    assert (snap.free == before - taken).all()
+
+
 def test_an_anchor_zone_that_cannot_hold_the_gang_is_not_forced() -> None:
     pods = gang(4, cpu="2")
     cache = zoned_cluster(a_cpu=2, b_cpu=4)  # a holds 2 members, b holds 4
