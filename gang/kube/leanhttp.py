@@ -65,6 +65,10 @@ class _Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._retry_after: str | None = None
         self._timer: asyncio.TimerHandle | None = None
+        #: where a streamed answer's body goes as it arrives (``LeanHTTP.stream``), once its
+        #: status is 200; None: the body is kept for the Reply
+        self._on_chunk: Callable[[bytes], None] | None = None
+        self._streaming = False
         self.reusable = True
         #: no answer read yet (after the first, a TLS 1.3 session ticket has arrived)
         self._first = True
@@ -90,8 +94,14 @@ class _Connection(asyncio.Protocol):
         if name.lower() == b"retry-after":
             self._retry_after = value.decode("latin-1")
 
+    def on_headers_complete(self) -> None:
+        self._streaming = self._on_chunk is not None and self._parser.get_status_code() == 200
+
     def on_body(self, body: bytes) -> None:
-        self._body.append(body)
+        if self._streaming:
+            self._on_chunk(body)  # type: ignore[misc]  # (set whenever streaming is)
+        else:
+            self._body.append(body)
 
     def on_message_complete(self) -> None:
         waiter, self._waiter = self._waiter, None
@@ -112,13 +122,17 @@ class _Connection(asyncio.Protocol):
     def open(self) -> bool:
         return self._transport is not None and not self._transport.is_closing()
 
-    def send(self, request: bytes, timeout: float) -> asyncio.Future[Reply]:
+    def send(
+        self, request: bytes, timeout: float, on_chunk: Callable[[bytes], None] | None = None
+    ) -> asyncio.Future[Reply]:
         if self._transport is None or self._waiter is not None:
             raise LeanError("connection not ready for a request")
         loop = asyncio.get_running_loop()
         self._waiter = loop.create_future()
         self._body = []
         self._retry_after = None
+        self._on_chunk = on_chunk
+        self._streaming = False
         self._timer = loop.call_later(timeout, self._timed_out)
         self._transport.write(request)
         return self._waiter
@@ -209,6 +223,30 @@ class LeanHTTP:
         self._release(conn)
         if reply.status == 401:
             self.refresh_headers()  # a token may have expired: read it afresh
+        return reply
+
+    async def stream(self, path: str, on_chunk: Callable[[bytes], None], within: float) -> Reply:
+        """GET ``path`` on a connection of its own (a watch: it may last minutes, and must not
+        hold one of the pool's slots) and hand a 200 answer's body to ``on_chunk`` piece by
+        piece as it arrives; the Reply then has an empty body. Any other status is answered
+        whole, as by ``request``. LeanError: no (complete) answer ``within`` seconds. The
+        connection is closed afterwards, and at once if the caller is cancelled."""
+        head = await self._head()
+        request = b"".join(
+            (
+                f"GET {self._prefix}{path} HTTP/1.1\r\n".encode("latin-1"),
+                self._host_line,
+                head,
+                b"\r\n",
+            )
+        )
+        conn = await self._connect()
+        try:
+            reply = await conn.send(request, within, on_chunk)
+        finally:
+            conn.close()
+        if reply.status == 401:
+            self.refresh_headers()
         return reply
 
     def remember_session(self, transport: asyncio.BaseTransport | None) -> None:

@@ -8,6 +8,12 @@ the one core the workers are there to spare. A frame is a fixed header then raw 
 - ``C`` config: JSON with the connection settings and the auth headers (sent first, and again
   whenever the headers change: a refreshed bearer token).
 - ``A`` answer: id, HTTP status (0: no answer — the message says why), Retry-After, body.
+- ``W`` watch: id, timeout seconds and path (``"300 /api/v1/pods?watch=true&…"``), no body: a
+  GET whose 200 answer comes back as it arrives, in ``E`` frames, then its ``A`` frame (status
+  200, no body) when the server ends it; any other status is one ``A`` frame, as for a request.
+- ``E`` events: id, no text, a piece of a watch's body (the server's lines, cut anywhere).
+- ``X`` cancel: id: the scheduler stopped reading that watch; the worker closes it, answering
+  nothing more for it.
 
 Both ends write through a ``FrameWriter``: every pipe write is a system call and wakes the
 reader, so under load one write carries many frames.
@@ -22,6 +28,9 @@ from collections.abc import Callable, Iterable
 REQUEST = b"R"
 CONFIG = b"C"
 ANSWER = b"A"
+WATCH = b"W"
+EVENTS = b"E"
+CANCEL = b"X"
 
 #: kind, id, length of the text part, length of the body
 _HEADER = struct.Struct("!cIHI")

@@ -20,9 +20,17 @@ in a row) leaves the pool sending in process, over ``fallback``, with an error l
 A gang's bindings can also go as one batch (``send_many``): the same frames, with no task,
 future or timer per request on the scheduler's core; each outcome goes to one callback.
 
+Watches are read by the workers too (``open_watch``): a worker holds the stream's connection and
+sends its body back as it arrives, so the scheduler reads many events per pipe read, with no TLS
+or HTTP of its own; a ``WatchStream`` hands the pieces to the informer's reader. A worker that
+exits ends its watches as broken streams, which the informers resume from their last
+resourceVersion, as after any broken connection.
+
 Invariants: every request written to a worker has its taker (a future's setter, or a batch's
 callback) in that worker's ``pending`` until its answer, its timer (its own or its batch's), or
-the worker's exit hands it exactly one outcome; ids are unique per pool.
+the worker's exit hands it exactly one outcome; every watch is in its worker's ``streams``
+until its end (its ``A`` frame, its timer, the worker's exit, or the reader's cancel) and is
+ended exactly once; ids are unique per pool.
 """
 
 from __future__ import annotations
@@ -36,11 +44,22 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
+from urllib.parse import urlencode
 
 import orjson
 
 from gang.kube.leanhttp import AUTH_TTL, HeaderSource, LeanError, LeanHTTP, Reply
-from gang.kube.postframes import ANSWER, CONFIG, REQUEST, FrameWriter, frame, frames
+from gang.kube.postframes import (
+    ANSWER,
+    CANCEL,
+    CONFIG,
+    EVENTS,
+    REQUEST,
+    WATCH,
+    FrameWriter,
+    frame,
+    frames,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +89,71 @@ def worker_settings(configuration: Any, timeout: float) -> dict[str, Any]:
     }
 
 
+class WatchStream:
+    """A watch a worker reads, seen from the scheduler: the pieces of its body as they came,
+    then its end (a ``Reply``: 200 when the server ended it cleanly; ``LeanError``: no
+    complete answer)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        ident: int,
+        on_close: Callable[[WatchStream], None],
+    ) -> None:
+        self.ident = ident
+        self._loop = loop
+        self._on_close = on_close
+        self._pieces: list[bytes] = []
+        self.end: Reply | LeanError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def feed(self, piece: bytes) -> None:
+        if self.end is None:
+            self._pieces.append(piece)
+            self._wake()
+
+    def finish(self, outcome: Reply | LeanError) -> None:
+        if self.end is None:
+            self.end = outcome
+            if self.timer is not None:
+                self.timer.cancel()
+            self._wake()
+
+    async def read(self) -> bytes | None:
+        """What came since the last read, joined (waiting for something); None once the
+        stream has ended (``end`` says how)."""
+        while not self._pieces:
+            if self.end is not None:
+                return None
+            self._waiter = self._loop.create_future()
+            await self._waiter
+        pieces, self._pieces = self._pieces, []
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    def close(self) -> None:
+        """The reader is done with it: the worker closes the watch if it still reads it."""
+        self._on_close(self)
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+def watch_path(base: str, resource_version: str, timeout_seconds: int) -> str:
+    """A list path with the query of a watch from ``resource_version`` (BOOKMARKs asked for)."""
+    query = {
+        "watch": "true",
+        "resourceVersion": resource_version,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": str(timeout_seconds),
+    }
+    if not resource_version:
+        del query["resourceVersion"]
+    return f"{base}?{urlencode(query)}"
+
+
 class _Child(asyncio.SubprocessProtocol):
     """One worker process, seen from the scheduler: its stdin, its answers, its requests."""
 
@@ -80,6 +164,8 @@ class _Child(asyncio.SubprocessProtocol):
         self.stdin: asyncio.WriteTransport | None = None
         #: per request in flight: what takes its outcome, and its own timer (None: its batch's)
         self.pending: dict[int, tuple[Resolve, asyncio.TimerHandle | None]] = {}
+        #: the watches this worker reads for us, by id
+        self.streams: dict[int, WatchStream] = {}
         self.buffer = bytearray()
         self.outgoing = FrameWriter(self._write)
         self.started = time.monotonic()
@@ -96,7 +182,16 @@ class _Child(asyncio.SubprocessProtocol):
             return
         self.buffer += data
         for kind, ident, text, body in frames(self.buffer):
+            if kind == EVENTS:
+                stream = self.streams.get(ident)
+                if stream is not None:
+                    stream.feed(body)
+                continue
             if kind != ANSWER:
+                continue
+            stream = self.streams.pop(ident, None)
+            if stream is not None:
+                stream.finish(_outcome(text, body))
                 continue
             entry = self.pending.pop(ident, None)
             if entry is None:
@@ -104,11 +199,7 @@ class _Child(asyncio.SubprocessProtocol):
             resolve, timer = entry
             if timer is not None:
                 timer.cancel()
-            status, _, retry_after = text.decode("latin-1").partition(" ")
-            if status == "0":
-                _resolve(resolve, LeanError(body.decode(errors="replace")))
-            else:
-                _resolve(resolve, Reply(int(status), body, retry_after or None))
+            _resolve(resolve, _outcome(text, body))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 0:
@@ -141,6 +232,25 @@ class _Child(asyncio.SubprocessProtocol):
             for ident, (head, body) in zip(idents, requests, strict=True)
         )
 
+    def watch(self, ident: int, path: str, timeout: float) -> WatchStream:
+        """Have the worker GET ``path`` (a watch, ending within ``timeout``) and stream it."""
+        stream = self.streams[ident] = WatchStream(self.loop, ident, self.cancel)
+        stream.timer = self.loop.call_later(timeout + ANSWER_GRACE, self._stream_timed_out, ident)
+        self.outgoing.add(frame(WATCH, ident, f"{int(timeout)} {path}".encode("latin-1"), b""))
+        return stream
+
+    def cancel(self, stream: WatchStream, why: str = "the watch's reader stopped") -> None:
+        """Stop a watch before its end: the worker closes it (one that ended is left)."""
+        if self.streams.pop(stream.ident, None) is not None:
+            stream.finish(LeanError(why))
+            if self.alive:
+                self.outgoing.add(frame(CANCEL, stream.ident, b"", b""))
+
+    def _stream_timed_out(self, ident: int) -> None:
+        stream = self.streams.get(ident)
+        if stream is not None:
+            self.cancel(stream, "the watch outlived its timeout in the post worker")
+
     def configure(self, settings: dict[str, Any]) -> None:
         self.outgoing.add(frame(CONFIG, 0, b"", orjson.dumps(settings)))
 
@@ -169,6 +279,9 @@ class _Child(asyncio.SubprocessProtocol):
                 _resolve(entry[0], LeanError("no answer from the post worker in time"))
 
     def _fail_all(self, err: LeanError) -> None:
+        streams, self.streams = self.streams, {}
+        for stream in streams.values():
+            stream.finish(err)
         pending, self.pending = self.pending, {}
         for resolve, timer in pending.values():
             if timer is not None:
@@ -181,6 +294,15 @@ Outcome = Reply | LeanError
 Resolve = Callable[[Outcome], None]
 #: takes the outcome of a batch's request, by its index in the batch
 Batch = Callable[[int, Outcome], None]
+
+
+def _outcome(text: bytes, body: bytes) -> Outcome:
+    """An answer frame's outcome: ``"STATUS RETRY-AFTER"`` and the body (status 0: none came,
+    the body says why)."""
+    status, _, retry_after = text.decode("latin-1").partition(" ")
+    if status == "0":
+        return LeanError(body.decode(errors="replace"))
+    return Reply(int(status), body, retry_after or None)
 
 
 def _settle_future(future: asyncio.Future[Reply], outcome: Outcome) -> None:
@@ -232,6 +354,8 @@ class PostPool:
         self.started_workers = 0
         #: answers that came back from workers (not counting those sent in process)
         self.answered = 0
+        #: watches handed to workers
+        self.watches_opened = 0
 
     @property
     def running(self) -> int:
@@ -299,6 +423,20 @@ class PostPool:
 
         child.send_many(first, requests, answered)
         return True
+
+    async def open_watch(self, path: str, within: float) -> WatchStream | None:
+        """Have a worker read the watch ``path`` (see ``watch_path``), ending ``within``
+        seconds; None: no worker runs (the caller watches in process)."""
+        if self._in_process or self._closed:
+            return None
+        if time.monotonic() - self._header_time > AUTH_TTL:
+            await self._fresh_headers()
+        child = await self._child(next(self._turn))
+        if child is None:
+            return None
+        ident, self._next_id = self._next_id, self._next_id + 1
+        self.watches_opened += 1
+        return child.watch(ident, path, within)
 
     async def close(self) -> None:
         """Let every worker answer what it has in flight, then stop it."""

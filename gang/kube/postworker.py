@@ -7,8 +7,12 @@ bounded by the scheduler's binding slots, so nothing bounds it again here — an
 answer frame to stdout as it comes, the answers of a few milliseconds in one write
 (``FrameWriter``, ``ANSWER_FLUSH_INTERVAL``).
 
+It also reads watch streams for the scheduler (``W`` frames): the TLS and HTTP of every watch
+event are then this process's work, and the scheduler reads the server's lines from the pipe,
+many events to a read.
+
 It exits when stdin closes (the scheduler stopped, or died: no worker outlives it), once the
-requests in flight are answered.
+requests in flight are answered; its watches are closed at once.
 
 Run as ``python -m gang.kube.postworker``; the first frame on stdin is the configuration.
 """
@@ -28,8 +32,11 @@ from gang.kube.leanhttp import LeanError, LeanHTTP, ssl_context_of
 from gang.kube.postframes import (
     ANSWER,
     ANSWER_FLUSH_INTERVAL,
+    CANCEL,
     CONFIG,
+    EVENTS,
     REQUEST,
+    WATCH,
     FrameWriter,
     frame,
     frames,
@@ -72,6 +79,8 @@ class Worker(asyncio.Protocol):
         self.headers: dict[str, str] = {}
         self.buffer = bytearray()
         self.tasks: set[asyncio.Task[None]] = set()
+        #: the watches being read, by id (each also in ``tasks``)
+        self.watches: dict[int, asyncio.Task[None]] = {}
         self.answers = FrameWriter(self._write, ANSWER_FLUSH_INTERVAL)
         self.finished = asyncio.Event()
         self.stdin_open = True
@@ -85,6 +94,14 @@ class Worker(asyncio.Protocol):
                 task = asyncio.create_task(self._send(ident, text, body))
                 self.tasks.add(task)
                 task.add_done_callback(self._sent)
+            elif kind == WATCH:
+                task = self.watches[ident] = asyncio.create_task(self._watch(ident, text))
+                self.tasks.add(task)
+                task.add_done_callback(self._sent)
+            elif kind == CANCEL:
+                watch = self.watches.pop(ident, None)
+                if watch is not None:
+                    watch.cancel()
 
     def eof_received(self) -> bool:
         self._closed()
@@ -113,6 +130,25 @@ class Worker(asyncio.Protocol):
         status = f"{reply.status} {reply.retry_after or ''}".encode("latin-1")
         self._answer(frame(ANSWER, ident, status, reply.body))
 
+    async def _watch(self, ident: int, text: bytes) -> None:
+        within, _, path = text.decode("latin-1").partition(" ")
+        answers = self.answers
+
+        def forward(chunk: bytes) -> None:
+            answers.add(frame(EVENTS, ident, b"", chunk))
+
+        try:
+            if self.lean is None:
+                raise LeanError("post worker not configured")
+            reply = await self.lean.stream(path, forward, float(within))
+        except LeanError as err:
+            self._answer(frame(ANSWER, ident, b"0 ", str(err).encode()))
+            return
+        finally:
+            self.watches.pop(ident, None)
+        status = f"{reply.status} {reply.retry_after or ''}".encode("latin-1")
+        self._answer(frame(ANSWER, ident, status, reply.body))
+
     def _answer(self, answer: bytes) -> None:
         self.answers.add(answer)
 
@@ -128,6 +164,8 @@ class Worker(asyncio.Protocol):
 
     def _closed(self) -> None:
         self.stdin_open = False
+        for watch in self.watches.values():  # nobody reads them any more
+            watch.cancel()
         self._maybe_done()
 
     def _maybe_done(self) -> None:

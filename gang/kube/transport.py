@@ -29,7 +29,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from gang.kube.leanhttp import REQUEST_TIMEOUT, LeanError, LeanHTTP, Reply, ssl_context_of
-from gang.kube.postpool import PostPool, worker_settings
+from gang.kube.postpool import PostPool, WatchStream, watch_path, worker_settings
 from gang.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,8 @@ Objs = list[Obj]  # (inside Kube, ``list`` names its method)
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+#: how long past its ``timeoutSeconds`` a watch may stay silent before it counts as broken
+WATCH_READ_GRACE = 30
 
 
 class KubeError(Exception):
@@ -124,6 +126,28 @@ class _Gated:
 def _no_answer(err: BaseException) -> KubeError:
     """No answer at all (a connection that failed, a worker that went): status 0, retryable."""
     return KubeError(0, "ConnectionError", str(err) or type(err).__name__)
+
+
+def _list_path(kind: Kind) -> str:
+    """The path listing every object of ``kind`` (what kubernetes-asyncio's list calls GET)."""
+    if kind.custom:
+        return f"/apis/{kind.group}/{kind.version}/{kind.plural}"
+    return f"/api/{kind.version}/{kind.plural}"
+
+
+async def _read_stream(stream: WatchStream) -> bytes:
+    """The next piece of a watch a post worker reads; b"" at its clean end. Its other ends
+    are the in-process watch's errors: no complete answer is a broken stream (status 0,
+    resumed), any other status is the server's error."""
+    data = await stream.read()
+    if data is not None:
+        return data
+    end = stream.end
+    if isinstance(end, LeanError) or end is None:
+        raise KubeError(0, "StreamBroken", str(end or "the watch ended without an answer"))
+    if end.status != 200:
+        raise error_from(end.status, end.body, _reply_headers(end))
+    return b""
 
 
 def _reply_headers(reply: Reply) -> Mapping[str, str] | None:
@@ -325,32 +349,15 @@ class Kube:
         core).
 
         ``decode`` turns each line into its event (``gang.kube.decoding``). ``ERROR`` events
-        are included (the caller relists on 410).
+        are included (the caller relists on 410). Where post workers run, one of them reads
+        the stream (``PostPool.open_watch``), and its body comes here through the pipe.
         Raises KubeError if the watch cannot be opened or the stream breaks.
         """
-        call = self._list_call(
-            kind,
-            watch=True,
-            resource_version=resource_version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=timeout_seconds,
-            _request_timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=10, sock_read=timeout_seconds + 30
-            ),
-        )
+        read, release = await self._open_watch(kind, resource_version, timeout_seconds)
         try:
-            resp = await call()
-        except (aiohttp.ClientError, TimeoutError, OSError) as err:
-            raise _no_answer(err) from err
-        try:
-            if resp.status != 200:
-                raise error_from(resp.status, await resp.read(), resp.headers)
             unfinished: list[bytes] = []  # the pieces of a line the reads so far end inside
             while True:
-                try:
-                    data = await resp.content.readany()
-                except (aiohttp.ClientError, TimeoutError, OSError) as err:
-                    raise KubeError(0, "StreamBroken", str(err) or type(err).__name__) from err
+                data = await read()
                 if not data:
                     last = b"".join(unfinished)
                     if last.strip():
@@ -370,7 +377,47 @@ class Kube:
                 if events:
                     yield events
         finally:
-            resp.release()
+            release()
+
+    async def _open_watch(
+        self, kind: Kind, resource_version: str, timeout_seconds: int
+    ) -> tuple[Callable[[], Awaitable[bytes]], Callable[[], None]]:
+        """A watch opened: how to read its body piece by piece (b"": the server ended it;
+        KubeError: it broke, or was refused) and how to let it go."""
+        posters = self._posters
+        if posters is not None:
+            path = watch_path(_list_path(kind), resource_version, timeout_seconds)
+            stream = await posters.open_watch(path, timeout_seconds + WATCH_READ_GRACE)
+            if stream is not None:
+                return functools.partial(_read_stream, stream), stream.close
+        call = self._list_call(
+            kind,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=10, sock_read=timeout_seconds + WATCH_READ_GRACE
+            ),
+        )
+        try:
+            resp = await call()
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            raise _no_answer(err) from err
+        if resp.status != 200:
+            try:
+                raise error_from(resp.status, await resp.read(), resp.headers)
+            finally:
+                resp.release()
+
+        async def read() -> bytes:
+            try:
+                data: bytes = await resp.content.readany()
+            except (aiohttp.ClientError, TimeoutError, OSError) as err:
+                raise KubeError(0, "StreamBroken", str(err) or type(err).__name__) from err
+            return data
+
+        return read, resp.release
 
     # --- writes --------------------------------------------------------------------------
 

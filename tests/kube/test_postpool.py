@@ -327,3 +327,32 @@ async def test_the_scheduler_binds_gangs_through_post_workers() -> None:
         await api.assert_not_overcommitted()
         scheduled = [e for e in await api.events() if e["reason"] == "Scheduled"]
         assert len(scheduled) == 8
+
+
+async def test_a_worker_killed_under_the_watches_is_replaced_and_no_event_is_lost() -> None:
+    """The one post worker reads every watch of the real scheduler. Killed between two gangs,
+    its watches end as broken streams: each informer resumes from its last resourceVersion
+    through a new worker, without relisting, and the second gang's pods (created after the
+    kill) are seen and bound whole."""
+    async with gang_env("4:gpu=8,zones=2", post_workers=1) as env:
+        api = env.api
+        await api.create_podgroup(podgroup("a", 4))
+        await api.create_pods([gang_pod(f"a-{i}", "a", gpu=4) for i in range(4)])
+
+        async def bound(count: int) -> bool:
+            return len(await api.bound()) == count
+
+        await eventually(lambda: bound(4))
+        posters = _posters(env.scheduler.kube)
+        informers = env.scheduler.informers
+        assert posters.watches_opened >= len(informers)  # every kind is watched by the worker
+        relists = {i.kind.name: i.relists for i in informers}
+        _kill_worker(posters)
+        await api.create_podgroup(podgroup("b", 4))
+        await api.create_pods([gang_pod(f"b-{i}", "b", gpu=4) for i in range(4)])
+        await eventually(lambda: bound(8))
+        assert posters.started_workers == 2
+        pods = next(i for i in informers if i.kind.name == "pods")
+        assert pods.rewatches >= 1
+        assert {i.kind.name: i.relists for i in informers} == relists
+        await api.assert_not_overcommitted()
