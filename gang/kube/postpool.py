@@ -383,11 +383,7 @@ class PostPool:
         gate: Callable[[], Awaitable[None]] | None = None,
     ) -> Reply:
         """``LeanHTTP.request``, answered by a worker."""
-        if self._in_process or self._closed:
-            return await self.fallback.request(method, path, body, content_type, gate)
-        if time.monotonic() - self._header_time > AUTH_TTL:
-            await self._fresh_headers()
-        child = await self._child(next(self._turn))
+        child = await self._next_child()
         if child is None:
             return await self.fallback.request(method, path, body, content_type, gate)
         if gate is not None:
@@ -405,11 +401,7 @@ class PostPool:
         worker at once, without a task or future each: every outcome, a ``Reply`` or a
         ``LeanError``, goes to ``resolve`` with the request's index, once. False (nothing
         sent): the pool sends in process now, and the caller sends them one by one."""
-        if self._in_process or self._closed:
-            return False
-        if time.monotonic() - self._header_time > AUTH_TTL:
-            await self._fresh_headers()
-        child = await self._child(next(self._turn))
+        child = await self._next_child()
         if child is None:
             return False
         first, self._next_id = self._next_id, self._next_id + len(requests)
@@ -427,11 +419,7 @@ class PostPool:
     async def open_watch(self, path: str, within: float) -> WatchStream | None:
         """Have a worker read the watch ``path`` (see ``watch_path``), ending ``within``
         seconds; None: no worker runs (the caller watches in process)."""
-        if self._in_process or self._closed:
-            return None
-        if time.monotonic() - self._header_time > AUTH_TTL:
-            await self._fresh_headers()
-        child = await self._child(next(self._turn))
+        child = await self._next_child()
         if child is None:
             return None
         ident, self._next_id = self._next_id, self._next_id + 1
@@ -454,6 +442,15 @@ class PostPool:
                 child.kill()
 
     # --- pieces ----------------------------------------------------------------------------
+
+    async def _next_child(self) -> _Child | None:
+        """The next worker in turn, told the current auth headers; None: the pool sends in
+        process now (or is closed)."""
+        if self._in_process or self._closed:
+            return None
+        if time.monotonic() - self._header_time > AUTH_TTL:
+            await self._fresh_headers()
+        return await self._child(next(self._turn))
 
     async def _fresh_headers(self) -> None:
         self._header_time = time.monotonic()
