@@ -39,7 +39,8 @@ Objs = list[Obj]  # (inside Kube, ``list`` names its method)
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-#: how long past its ``timeoutSeconds`` a watch may stay silent before it counts as broken
+#: how long past its ``timeoutSeconds`` a watch may go on (in process: stay silent) before it
+#: counts as broken
 WATCH_READ_GRACE = 30
 
 
