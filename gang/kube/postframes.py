@@ -25,6 +25,8 @@ import asyncio
 import struct
 from collections.abc import Callable, Iterable
 
+from gang.kube.leanhttp import LeanError, Reply
+
 REQUEST = b"R"
 CONFIG = b"C"
 ANSWER = b"A"
@@ -63,6 +65,23 @@ def frames(buffer: bytearray) -> list[tuple[bytes, int, bytes, bytes]]:
         offset = end
     del buffer[:offset]
     return found
+
+
+def answer_frame(ident: int, outcome: Reply | LeanError) -> bytes:
+    """The ``A`` frame of a request's or watch's outcome: the server's answer, or none (status
+    0, the body saying why)."""
+    if isinstance(outcome, LeanError):
+        return frame(ANSWER, ident, b"0 ", str(outcome).encode())
+    status = f"{outcome.status} {outcome.retry_after or ''}".encode("latin-1")
+    return frame(ANSWER, ident, status, outcome.body)
+
+
+def answer_of(text: bytes, body: bytes) -> Reply | LeanError:
+    """What an ``A`` frame's text and body say (``answer_frame`` read back)."""
+    status, _, retry_after = text.decode("latin-1").partition(" ")
+    if status == "0":
+        return LeanError(body.decode(errors="replace"))
+    return Reply(int(status), body, retry_after or None)
 
 
 #: the least time between two writes to one pipe (a few frames' worth of bindings)

@@ -44,7 +44,6 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
-from urllib.parse import urlencode
 
 import orjson
 
@@ -57,6 +56,7 @@ from gang.kube.postframes import (
     REQUEST,
     WATCH,
     FrameWriter,
+    answer_of,
     frame,
     frames,
 )
@@ -141,19 +141,6 @@ class WatchStream:
             waiter.set_result(None)
 
 
-def watch_path(base: str, resource_version: str, timeout_seconds: int) -> str:
-    """A list path with the query of a watch from ``resource_version`` (BOOKMARKs asked for)."""
-    query = {
-        "watch": "true",
-        "resourceVersion": resource_version,
-        "allowWatchBookmarks": "true",
-        "timeoutSeconds": str(timeout_seconds),
-    }
-    if not resource_version:
-        del query["resourceVersion"]
-    return f"{base}?{urlencode(query)}"
-
-
 class _Child(asyncio.SubprocessProtocol):
     """One worker process, seen from the scheduler: its stdin, its answers, its requests."""
 
@@ -191,7 +178,7 @@ class _Child(asyncio.SubprocessProtocol):
                 continue
             stream = self.streams.pop(ident, None)
             if stream is not None:
-                stream.finish(_outcome(text, body))
+                stream.finish(answer_of(text, body))
                 continue
             entry = self.pending.pop(ident, None)
             if entry is None:
@@ -199,7 +186,7 @@ class _Child(asyncio.SubprocessProtocol):
             resolve, timer = entry
             if timer is not None:
                 timer.cancel()
-            _resolve(resolve, _outcome(text, body))
+            _resolve(resolve, answer_of(text, body))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 0:
@@ -294,15 +281,6 @@ Outcome = Reply | LeanError
 Resolve = Callable[[Outcome], None]
 #: takes the outcome of a batch's request, by its index in the batch
 Batch = Callable[[int, Outcome], None]
-
-
-def _outcome(text: bytes, body: bytes) -> Outcome:
-    """An answer frame's outcome: ``"STATUS RETRY-AFTER"`` and the body (status 0: none came,
-    the body says why)."""
-    status, _, retry_after = text.decode("latin-1").partition(" ")
-    if status == "0":
-        return LeanError(body.decode(errors="replace"))
-    return Reply(int(status), body, retry_after or None)
 
 
 def _settle_future(future: asyncio.Future[Reply], outcome: Outcome) -> None:
@@ -417,7 +395,7 @@ class PostPool:
         return True
 
     async def open_watch(self, path: str, within: float) -> WatchStream | None:
-        """Have a worker read the watch ``path`` (see ``watch_path``), ending ``within``
+        """Have a worker read the watch ``path`` (a list path with a watch's query), ending ``within``
         seconds; None: no worker runs (the caller watches in process)."""
         child = await self._next_child()
         if child is None:

@@ -28,9 +28,8 @@ from typing import Any
 
 import orjson
 
-from gang.kube.leanhttp import LeanError, LeanHTTP, ssl_context_of
+from gang.kube.leanhttp import LeanError, LeanHTTP, Reply, ssl_context_of
 from gang.kube.postframes import (
-    ANSWER,
     ANSWER_FLUSH_INTERVAL,
     CANCEL,
     CONFIG,
@@ -38,6 +37,7 @@ from gang.kube.postframes import (
     REQUEST,
     WATCH,
     FrameWriter,
+    answer_frame,
     frame,
     frames,
 )
@@ -120,15 +120,14 @@ class Worker(asyncio.Protocol):
 
     async def _send(self, ident: int, text: bytes, body: bytes) -> None:
         method, path, content_type = text.decode("latin-1").split(" ", 2)
+        outcome: Reply | LeanError
         try:
             if self.lean is None:
                 raise LeanError("post worker not configured")
-            reply = await self.lean.request(method, path, body, content_type)
+            outcome = await self.lean.request(method, path, body, content_type)
         except LeanError as err:
-            self._answer(frame(ANSWER, ident, b"0 ", str(err).encode()))
-            return
-        status = f"{reply.status} {reply.retry_after or ''}".encode("latin-1")
-        self._answer(frame(ANSWER, ident, status, reply.body))
+            outcome = err
+        self._answer(answer_frame(ident, outcome))
 
     async def _watch(self, ident: int, text: bytes) -> None:
         within, _, path = text.decode("latin-1").partition(" ")
@@ -137,17 +136,16 @@ class Worker(asyncio.Protocol):
         def forward(chunk: bytes) -> None:
             answers.add(frame(EVENTS, ident, b"", chunk))
 
+        outcome: Reply | LeanError
         try:
             if self.lean is None:
                 raise LeanError("post worker not configured")
-            reply = await self.lean.stream(path, forward, float(within))
+            outcome = await self.lean.stream(path, forward, float(within))
         except LeanError as err:
-            self._answer(frame(ANSWER, ident, b"0 ", str(err).encode()))
-            return
+            outcome = err
         finally:
             self.watches.pop(ident, None)
-        status = f"{reply.status} {reply.retry_after or ''}".encode("latin-1")
-        self._answer(frame(ANSWER, ident, status, reply.body))
+        self._answer(answer_frame(ident, outcome))
 
     def _answer(self, answer: bytes) -> None:
         self.answers.add(answer)

@@ -21,7 +21,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import orjson
@@ -29,7 +29,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from gang.kube.leanhttp import REQUEST_TIMEOUT, LeanError, LeanHTTP, Reply, ssl_context_of
-from gang.kube.postpool import PostPool, WatchStream, watch_path, worker_settings
+from gang.kube.postpool import PostPool, WatchStream, worker_settings
 from gang.kube.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,19 @@ def _list_path(kind: Kind) -> str:
     if kind.custom:
         return f"/apis/{kind.group}/{kind.version}/{kind.plural}"
     return f"/api/{kind.version}/{kind.plural}"
+
+
+def _watch_path(base: str, resource_version: str, timeout_seconds: int) -> str:
+    """A list path with the query of a watch from ``resource_version`` (BOOKMARKs asked for)."""
+    query = {
+        "watch": "true",
+        "resourceVersion": resource_version,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": str(timeout_seconds),
+    }
+    if not resource_version:
+        del query["resourceVersion"]
+    return f"{base}?{urlencode(query)}"
 
 
 async def _read_stream(stream: WatchStream) -> bytes:
@@ -387,7 +400,7 @@ class Kube:
         KubeError: it broke, or was refused) and how to let it go."""
         posters = self._posters
         if posters is not None:
-            path = watch_path(_list_path(kind), resource_version, timeout_seconds)
+            path = _watch_path(_list_path(kind), resource_version, timeout_seconds)
             stream = await posters.open_watch(path, timeout_seconds + WATCH_READ_GRACE)
             if stream is not None:
                 return functools.partial(_read_stream, stream), stream.close
