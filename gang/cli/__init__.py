@@ -13,6 +13,14 @@ instant.
 
 from __future__ import annotations
 
+import os
+
+# numpy's OpenBLAS starts a thread per core at import, and those threads spin through start-up
+# (on 16 cores: 2.5-2.9 CPU s of a 0.7-1.0 s import, taken from the API server beside it) for
+# matrix products gang never asks for. One thread, unless the user set otherwise; set before
+# any subcommand imports numpy (post workers inherit it).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import asyncio
 import sys

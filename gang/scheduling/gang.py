@@ -249,6 +249,8 @@ class Gang:
         """Volcano ``minTaskMember``: per task, how many more members it needs placed (bound
         or reserved, as :meth:`placed` counts them)."""
         missing = dict(self.podgroup.min_task_member) if self.podgroup is not None else {}
+        if not missing:  # (most groups: no task minimums, nothing to count)
+            return missing
         for member in [
             *self.bound(),
             *(self.members[k] for k in self.reserved if k in self.members),

@@ -82,10 +82,12 @@ from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
 from gang.state.resources import (
+    FEW_ROWS,
     ResourceIndex,
     Vector,
+    asked_columns,
     copies_fitting,
-    copies_fitting_rows,
+    copies_in_lines,
     rows_differing,
 )
 from gang.state.topology import DomainTree
@@ -173,6 +175,8 @@ class _Slots:
     per_node: npt.NDArray[np.int64]
     #: per packing domain: the sum of ``per_node`` over its rows (kept with it)
     capacity: list[int]
+    #: the template's request: the columns it asks for and the amounts (``asked_columns``)
+    asked: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(slots=True)
@@ -549,10 +553,8 @@ class Placer:
         key = (snap.trial, pod.constraints, vec.tobytes())
         kept = self._slot_counts.get(key)
         free = snap.free
-        asks = bool(np.count_nonzero(vec > 0))
         if (
-            kept is None
-            or not asks
+            kept is None  # (only a template that asks for something is kept)
             or kept.allocatable is not snap.allocatable
             or kept.free.shape != free.shape
         ):
@@ -566,20 +568,34 @@ class Placer:
                 minlength=int(self._domains.max()) + 1,
             )
             kept = _Slots(snap.allocatable, free.copy(), per_node, [int(c) for c in sums])
-            if asks:  # a request of nothing counts every row alike, and is not kept
+            if np.count_nonzero(vec > 0):  # a request of nothing counts every row alike
+                kept.asked = asked_columns(vec)
                 self._slot_counts[key] = kept
             return kept
         rows = rows_differing(kept.free, free)
-        if len(rows):
-            counts = copies_fitting_rows(free, rows, vec)
-            counts[~self.static(snap, pod.constraints).mask[rows]] = 0
-            domains, per_node, capacity = self._domains, kept.per_node, kept.capacity
-            for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
-                domain = int(domains[row])
-                if domain >= 0:
-                    capacity[domain] += count - int(per_node[row])
-            per_node[rows] = counts
-            kept.free[rows] = free[rows]
+        if not len(rows):
+            return kept
+        static = self.static(snap, pod.constraints).mask[rows]
+        if len(rows) > FEW_ROWS:
+            counts = copies_fitting(free[rows], vec)
+            counts[~static] = 0
+            new = counts.tolist()
+        else:  # the usual few rows (where the last gang went): counted in Python
+            lines = free[rows].tolist()
+            new = [
+                count if fits else 0
+                for count, fits in zip(
+                    copies_in_lines(lines, kept.asked), static.tolist(), strict=True
+                )
+            ]
+        capacity = kept.capacity
+        for domain, count, before in zip(
+            self._domains[rows].tolist(), new, kept.per_node[rows].tolist(), strict=True
+        ):
+            if domain >= 0:
+                capacity[domain] += count - before
+        kept.per_node[rows] = new
+        kept.free[rows] = free[rows]
         return kept
 
     def _spreads_over_domains(self, pod: PodInfo) -> bool:

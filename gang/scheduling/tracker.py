@@ -154,10 +154,11 @@ class ClusterState:
 
     # --- pods ----------------------------------------------------------------------------
 
-    def _binding_confirmed(self, raw: Obj) -> PodInfo | None:
-        """The one update seen for every pod we bind: the same pod, now on the node we reserved.
-        Everything but node, phase and version is as we parsed it before (a pod's spec cannot
-        change), so the known PodInfo is reused instead of parsing the whole pod again.
+    def _binding_confirmed(self, raw: Obj) -> tuple[PodInfo, Gang] | None:
+        """The one update seen for every pod we bind: the same pod, now on the node we reserved
+        (and not finished). Everything but node, phase and version is as we parsed it before (a
+        pod's spec cannot change), so the known PodInfo is reused instead of parsing the whole
+        pod again; returned with its gang.
 
         It reads only what a ``LazyPod`` holds (``gang.kube.decoding``): a field read here
         that the digest does not keep would read as None for every MODIFIED pod."""
@@ -184,17 +185,33 @@ class ClusterState:
         except ValueError:
             return None
         phase = (raw.get("status") or {}).get("phase") or old.phase
-        return bound_copy(old, node, version, phase)
+        info = bound_copy(old, node, version, phase)
+        return None if info.terminal else (info, gang)
+
+    def _confirm_binding(self, info: PodInfo, gang: Gang) -> None:
+        """What ``_upsert_pod`` does with a ``_binding_confirmed`` update, and only that: the
+        pod's name, uid, labels and spec are the member's own, so its gang, queue and
+        scheduler stay, and it is assigned, alive and not deleting (the steps for those
+        changes have nothing to do)."""
+        self._unparsable.pop(info.key, None)
+        self.cache.upsert_pod(info)  # ASSUMED → BOUND
+        gang.members[info.key] = info
+        gang.bound_seen(info.key)
+        if not gang.reserved and not gang.binding:
+            self._may_be_a_victim(gang)
+        self.reporter.gang_changed(gang)
 
     def _upsert_pod(self, raw: Obj) -> None:
-        info = self._binding_confirmed(raw)
-        if info is None:
-            raw = whole(raw)  # a MODIFIED line was decoded only as far as the check reads
-            try:
-                info = parse_pod(raw)
-            except PodParseError as err:
-                self._reject_pod(raw, str(err))
-                return
+        confirmed = self._binding_confirmed(raw)
+        if confirmed is not None:
+            self._confirm_binding(*confirmed)
+            return
+        raw = whole(raw)  # a MODIFIED line was decoded only as far as the check reads
+        try:
+            info = parse_pod(raw)
+        except PodParseError as err:
+            self._reject_pod(raw, str(err))
+            return
         self._unparsable.pop(info.key, None)
         before = self.cache.pods.get(info.key)
         was_counted = before is not None
@@ -228,9 +245,9 @@ class ClusterState:
         if info.declared_run_error and not info.assigned:
             self._report_hint(info)
         if info.assigned:
-            confirmed = info.key in gang.reserved
+            was_reserved = info.key in gang.reserved
             gang.bound_seen(info.key)
-            if confirmed and not gang.reserved and not gang.binding:
+            if was_reserved and not gang.reserved and not gang.binding:
                 self._may_be_a_victim(gang)
         if info.deleting and info.key in gang.reserved:
             self._unreserve_member(gang, info.key)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
@@ -201,10 +201,12 @@ class PodInfo:
     #: ``status.resourceClaimStatuses``: the ResourceClaim the resourceclaim controller made for
     #: each of the pod's template claims (pod claim name → claim name; None: none is needed)
     claim_statuses: tuple[tuple[str, str | None], ...] = ()
+    #: ``(namespace, name)``: how every map of pods is keyed. Built once here, not per read
+    #: (read about 140 times per gang of 8 on its way from the queue to its binding)
+    key: tuple[str, str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.namespace, self.name))
 
     @property
     def terminal(self) -> bool:

@@ -137,8 +137,28 @@ def copies_fitting_rows(free: Matrix, rows: npt.NDArray[np.intp], vec: Vector) -
     arithmetic on a handful of values."""
     if len(rows) > FEW_ROWS:
         return copies_fitting(free[rows], vec)
-    asked = [(int(col), int(vec[col])) for col in np.flatnonzero(vec > 0)]
+    return np.array(copies_in_lines(free[rows].tolist(), asked_columns(vec)), dtype=np.int64)
+
+
+def asked_columns(vec: Vector) -> tuple[tuple[int, int], ...]:
+    """The columns ``vec`` asks for and the amounts, as Python integers (what
+    ``copies_in_lines`` divides by); at least one."""
+    asked = tuple((int(col), int(vec[col])) for col in np.flatnonzero(vec > 0))
     if not asked:
-        raise ValueError("copies_fitting_rows: the vector asks for nothing")
-    counts = [max(0, min(line[c] // amount for c, amount in asked)) for line in free[rows].tolist()]
-    return np.array(counts, dtype=np.int64)
+        raise ValueError("asked_columns: the vector asks for nothing")
+    return asked
+
+
+def copies_in_lines(lines: list[list[int]], asked: tuple[tuple[int, int], ...]) -> list[int]:
+    """Per row of free capacity given as Python integers: how many copies of the request
+    ``asked`` (``asked_columns``) fit in it, at least 0. Plain loops: a generator per row
+    cost as much as the division."""
+    counts = []
+    for line in lines:
+        fits: int | None = None
+        for col, amount in asked:
+            copies = line[col] // amount
+            if fits is None or copies < fits:
+                fits = copies
+        counts.append(fits if fits is not None and fits > 0 else 0)
+    return counts

@@ -1,8 +1,11 @@
 """How many post workers a machine gets: the usable CPUs (a pod's CPU limit counts), the rule,
-and the setting's validation."""
+and the setting's validation; and that the command keeps numpy's OpenBLAS to one thread."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,30 @@ def test_post_workers_setting_reads_numbers_and_auto() -> None:
     assert SchedulerConfig().post_workers == "auto"
     assert SchedulerConfig(post_workers="2").post_workers == 2
     assert SchedulerConfig(post_workers=0).post_workers == 0
+
+
+_THREADS_AFTER_IMPORT = (
+    "import os, gang.cli, numpy; "
+    "print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])"
+)
+
+
+def _run_python(code: str, **env: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_the_command_imports_numpy_with_one_openblas_thread() -> None:
+    # without it OpenBLAS starts a thread per core at numpy's import (one here on 2 cores:
+    # the count would be 2)
+    assert _run_python(_THREADS_AFTER_IMPORT) == ["1", "1"]
+
+
+def test_a_users_openblas_setting_is_kept() -> None:
+    code = "import os, gang.cli; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    assert _run_python(code, OPENBLAS_NUM_THREADS="3") == ["3"]

@@ -19,6 +19,7 @@ from gang.scheduling.framework import Budgets
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import PodInfo
+from gang.state.resources import FEW_ROWS
 from tests.unit.test_cache import make_info, make_node
 
 ZONE = "topology.kubernetes.io/zone"
@@ -190,3 +191,29 @@ def test_a_node_that_did_not_fit_the_carried_pass_is_judged_again_once_freed() -
     result = placer.place(cache.snapshot(), second, 2)
     assert isinstance(result, Placement)
     assert set(result.assignments.values()) == {"n0"}
+
+
+def test_slot_counts_kept_over_few_or_many_moved_rows_equal_a_fresh_count() -> None:
+    """The kept count redoes the rows that moved: a few in Python integers, many (more than
+    ``FEW_ROWS``) with numpy; either way, tainted rows count 0 and it equals a fresh count."""
+    cache = ClusterCache()
+    taint = [{"key": "maintenance", "effect": "NoSchedule"}]
+    for i in range(40):
+        cache.upsert_node(_node(i, i % 2, 8, taints=taint if i % 8 == 0 else None))
+    probe = _members(0, 0, 1)[0]
+    vec = cache.index.fit(cache.index.vector(probe.requests))
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
+    placer._slots_kept(cache.snapshot(), probe, vec, 1)  # kept from here on
+    serial = 1
+    for moved in (3, FEW_ROWS + 9):
+        for i in range(moved):  # members bound by others, one per row (a tainted row among)
+            pod = _members(serial, 1 if i % 3 else 0, 1)[0]
+            serial += 1
+            cache.assume(pod, f"n{i}")
+        snap = cache.snapshot()
+        kept = placer._slots_kept(snap, probe, vec, 1)
+        fresh = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
+        expected = fresh._slots_kept(snap, probe, vec, 1)
+        assert kept.per_node.tolist() == expected.per_node.tolist()
+        assert kept.capacity == expected.capacity
+        assert kept.per_node[0] == 0 and kept.per_node[8] == 0  # tainted
