@@ -82,12 +82,11 @@ from gang.state.cache import Snapshot
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
 from gang.state.resources import (
-    FEW_ROWS,
     ResourceIndex,
     Vector,
     asked_columns,
     copies_fitting,
-    copies_in_lines,
+    copies_fitting_rows,
     rows_differing,
 )
 from gang.state.topology import DomainTree
@@ -575,19 +574,9 @@ class Placer:
         rows = rows_differing(kept.free, free)
         if not len(rows):
             return kept
-        static = self.static(snap, pod.constraints).mask[rows]
-        if len(rows) > FEW_ROWS:
-            counts = copies_fitting(free[rows], vec)
-            counts[~static] = 0
-            new = counts.tolist()
-        else:  # the usual few rows (where the last gang went): counted in Python
-            lines = free[rows].tolist()
-            new = [
-                count if fits else 0
-                for count, fits in zip(
-                    copies_in_lines(lines, kept.asked), static.tolist(), strict=True
-                )
-            ]
+        counts = copies_fitting_rows(free, rows, vec, kept.asked)
+        counts[~self.static(snap, pod.constraints).mask[rows]] = 0
+        new = counts.tolist()
         capacity = kept.capacity
         for domain, count, before in zip(
             self._domains[rows].tolist(), new, kept.per_node[rows].tolist(), strict=True

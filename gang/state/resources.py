@@ -131,13 +131,20 @@ def copies_fitting(free: Matrix, vec: Vector) -> Vector:
     return out
 
 
-def copies_fitting_rows(free: Matrix, rows: npt.NDArray[np.intp], vec: Vector) -> Vector:
+def copies_fitting_rows(
+    free: Matrix,
+    rows: npt.NDArray[np.intp],
+    vec: Vector,
+    asked: tuple[tuple[int, int], ...] | None = None,
+) -> Vector:
     """``copies_fitting(free[rows], vec)``. A few rows (the ones that moved since a count was
     kept) are counted with Python integers: numpy's calls per column cost more than the
-    arithmetic on a handful of values."""
+    arithmetic on a handful of values. ``asked``: ``asked_columns(vec)``, where the caller
+    keeps it."""
     if len(rows) > FEW_ROWS:
         return copies_fitting(free[rows], vec)
-    return np.array(copies_in_lines(free[rows].tolist(), asked_columns(vec)), dtype=np.int64)
+    lines = free[rows].tolist()
+    return np.array(copies_in_lines(lines, asked or asked_columns(vec)), dtype=np.int64)
 
 
 def asked_columns(vec: Vector) -> tuple[tuple[int, int], ...]:
