@@ -96,7 +96,7 @@ class Copy:
 
     def pending_gangs(self) -> set[str]:
         """The gangs of the replayed cluster with a member waiting for a node."""
-        return {str(g.key) for g in self.scheduler.state.gangs.values() if g.pending()}
+        return {str(g.key) for g in self.scheduler.state.gangs.values() if g.any_pending()}
 
     def explain_all(self, names: Sequence[str]) -> dict[str, Obj]:
         out: dict[str, Obj] = {}

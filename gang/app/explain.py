@@ -131,7 +131,7 @@ def _judge(scheduler: GangScheduler, gang: Gang) -> tuple[str, str, list[str]]:
     missing = need - len(gang.members)
     if gang.podgroup is not None and gang.podgroup.error is not None:
         return INVALID, f"its group object is invalid: {gang.podgroup.error}", ["fix the spec"]
-    if placed >= need and not gang.pending():
+    if placed >= need and not gang.any_pending():
         return PLACED, f"{placed} member(s) placed (minMember {need})", []
     blocked = _queue_blocked(scheduler, gang)
     if blocked is not None and placed < need:
@@ -301,7 +301,7 @@ def _queue(scheduler: GangScheduler, gang: Gang) -> dict[str, Any]:
         other
         for other in state.gangs.values()
         if other is not gang
-        and other.pending()
+        and other.any_pending()
         and sorts_before(sort_key(other), mine)
         and (not same_queue or other.membership.queue == gang.membership.queue)
     ]

@@ -164,7 +164,7 @@ class SchedulerCollector(Collector):
             "gang_gangs_waiting", "Gangs with members waiting for placement or quorum"
         )
         waiting.add_metric(
-            [], sum(1 for g in scheduler.state.gangs.values() if g.pending() or g.reserved)
+            [], sum(1 for g in scheduler.state.gangs.values() if g.reserved or g.any_pending())
         )
         yield waiting
         depth = GaugeMetricFamily(

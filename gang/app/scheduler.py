@@ -255,7 +255,7 @@ class GangScheduler:
         out: dict[str, int] = {}
         for gang in self.state.gangs.values():
             queue = gang.membership.queue
-            if queue is not None and gang.pending():
+            if queue is not None and gang.any_pending():
                 out[queue] = out.get(queue, 0) + 1
         return out
 
@@ -327,8 +327,12 @@ class GangScheduler:
         if self.on_first_binding is not None:
             first, self.on_first_binding = self.on_first_binding, None
             first()
-        last_in_flight = gang.binding <= gang.bound_unseen | {key}
-        if gang.waiting_since is not None and last_in_flight and not gang.pending():
+        if (
+            gang.waiting_since is not None
+            and len(gang.binding) <= len(gang.bound_unseen) + 1  # no set built for most answers
+            and gang.binding <= gang.bound_unseen | {key}  # the last one in flight
+            and not gang.any_pending()
+        ):
             loop = asyncio.get_running_loop()
             self.stats.time_to_full_gang.observe(loop.time() - gang.waiting_since)
             self.stats.gangs_completed += 1

@@ -346,7 +346,7 @@ class Binder:
         if gang.reserved.pop(key, None) is not None:
             self.state.cache.forget(key)
             self.state.queue.activate_unschedulable()
-        if self.state.gangs.get(gang.key) is gang and gang.pending():
+        if self.state.gangs.get(gang.key) is gang and gang.any_pending():
             self.state.enqueue(gang)
 
 

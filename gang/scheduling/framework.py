@@ -152,8 +152,10 @@ def rejected_by(plugin: Plugin) -> str:
 class RuleAwarePlugin(Plugin, Protocol):
     """A plugin may also set ``relevance_by_template = True`` when ``relevant`` depends on the
     pod only through what ``same_template`` compares, and on ``placed`` only through the placed
-    pods' inter-pod affinity terms: the placer then asks it once for a run of members that are
-    such twins (a gang's members usually are), not once per member."""
+    pods' inter-pod affinity terms (the snapshot is the same for a run of twins): the placer
+    then asks it once for a run of members that are such twins (a gang's members usually are),
+    not once per member, and asks no plugin at all for the twins when every rule-aware plugin
+    of the profile answers so."""
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         """False if, for ``pod`` on ``snap`` with ``placed``, this plugin passes every node and

@@ -319,10 +319,19 @@ class Gang:
         return found
 
     def pending(self) -> list[PodInfo]:
-        return [p for p in self.members.values() if self.is_pending(p)]
+        # ``node_name`` read first: an assigned member (most, once a gang is placed) is out
+        # without a method call (asked per gang per cycle, per binding answer, per scrape)
+        return [p for p in self.members.values() if not p.node_name and self.is_pending(p)]
+
+    def any_pending(self) -> bool:
+        """``bool(pending())`` without the list: stops at the first waiting member."""
+        for p in self.members.values():  # noqa: SIM110 (a loop: any() over a generator costs 2x)
+            if not p.node_name and self.is_pending(p):
+                return True
+        return False
 
     def bound(self) -> list[PodInfo]:
-        return [p for p in self.members.values() if p.assigned and not p.terminal]
+        return [p for p in self.members.values() if p.node_name and not p.terminal]
 
     def placed(self) -> int:
         """Members holding a node: bound (not finished) plus reserved."""

@@ -59,7 +59,7 @@ class PrioritySort:
             created = gang.podgroup.creation_timestamp
         else:
             created = min((p.creation_timestamp for p in pods), default=0.0)
-        half_bound = 0 if gang.bound() and gang.pending() else 1
+        half_bound = 0 if gang.bound() and gang.any_pending() else 1
         return (
             half_bound,
             -gang.priority,

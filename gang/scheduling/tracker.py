@@ -541,7 +541,7 @@ class ClusterState:
                 self.on_disruption(gang, f"its PodGroup became invalid: {info.error}")
             elif gang.min_member != quorum:
                 self.on_disruption(gang, f"minMember changed from {quorum} to {gang.min_member}")
-        if retry and gang.pending():
+        if retry and gang.any_pending():
             self.enqueue(gang)
             self.queue.activate(gang.key)
         self.reporter.gang_changed(gang)
@@ -577,7 +577,7 @@ class ClusterState:
         if not changed:
             return
         for gang in self.ledger.replace_all():
-            if gang.pending():
+            if gang.any_pending():
                 self.enqueue(gang)
                 self.queue.activate(gang.key)
         self.queue.activate_unschedulable()

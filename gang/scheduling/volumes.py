@@ -30,7 +30,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -167,6 +167,8 @@ class VolumeBinding:
     #: how long PreBind waits for a claim to be bound (kube-scheduler's bindTimeoutSeconds)
     bind_timeout_seconds: float = 600.0
     name: str = "VolumeBinding"
+    #: relevant by the pod's claims (its rules) alone
+    relevance_by_template: ClassVar[bool] = True
     _last: tuple[object, npt.NDArray[np.bool_]] | None = field(default=None, repr=False)
     _masks: dict[tuple[object, int], Mask] = field(default_factory=dict, repr=False)
     #: volumes chosen by a PreBind in flight (claim → volume), so two never take one
@@ -396,6 +398,8 @@ class VolumeZone:
     """A bound volume's zone and region labels must include the node's."""
 
     name = "VolumeZone"
+    #: relevant by the pod's claims (its rules) alone
+    relevance_by_template: ClassVar[bool] = True
 
     def __init__(self) -> None:
         #: per volume zone labels and node-set version: the rows that may use the volume
@@ -452,6 +456,8 @@ class NodeVolumeLimits:
     """CSINode ``allocatable.count`` per driver bounds the volumes attached to a node."""
 
     name = "NodeVolumeLimits"
+    #: relevant by the pod's claims (its rules) and the snapshot's CSI limits alone
+    relevance_by_template: ClassVar[bool] = True
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(pod.rules.claims) and bool(snap.volumes.csi_limits)

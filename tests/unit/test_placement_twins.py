@@ -16,9 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gang.models.settings import ScoreWeights
+from gang.scheduling.dra.plugin import DynamicResources
 from gang.scheduling.framework import Budgets, same_template
 from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.placement import Placement, Placer, Unplaceable
+from gang.scheduling.plugins import default_node_filters
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import PodInfo
 from tests.unit.test_cache import make_node
@@ -98,6 +100,7 @@ def test_twins_share_relevance_without_changing_the_placement(
     sharing = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
     asking = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
     asking._by_template = frozenset()  # every plugin asked for every member
+    asking._all_by_template = False
     got = sharing.place(cache.snapshot(), members, len(members))
     want = asking.place(cache.snapshot(), members, len(members))
     assert _answer(got) == _answer(want)
@@ -149,3 +152,50 @@ def test_a_member_that_differs_only_in_labels_is_asked_again() -> None:
     assert isinstance(result, Placement)
     assert result.assignments[first.key] == "n0"
     assert result.assignments[second.key] != "n0"
+
+
+def test_a_run_of_twins_asks_no_rule_aware_plugin_after_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the default plugins (the volume and device-claim ones among them), every member
+    after the first of a run of twins takes the first's answers without any plugin being
+    asked; a plugin of a user's that answers per pod keeps being asked for each."""
+    cache = ClusterCache()
+    for i in range(6):
+        cache.upsert_node(
+            make_node(f"n{i}", cpu="16", zone=f"z{i % 2}", extra={"nvidia.com/gpu": 8})
+        )
+    members = [_pod(f"m-{i}", "a", 0, True, 1) for i in range(5)]
+    for pod in members:
+        cache.index.vector(pod.requests)
+    node_filters = [*default_node_filters(), DynamicResources()]
+    placer = Placer(cache.index, ScoreWeights(), ZONE, node_filters=node_filters, budgets=UNTIMED)
+    kinds = {type(p) for p in placer._rule_aware}
+    assert {"VolumeBinding", "DynamicResources", "InterPodAffinity"} <= {k.__name__ for k in kinds}
+    asked: list[tuple[str, str]] = []
+    for kind in kinds:
+        original = kind.relevant
+
+        def counting(plugin: Any, pod: PodInfo, *args: Any, _was: Any = original) -> bool:
+            asked.append((type(plugin).__name__, pod.name))
+            return bool(_was(plugin, pod, *args))
+
+        monkeypatch.setattr(kind, "relevant", counting)
+    assert isinstance(placer.place(cache.snapshot(), members, 5), Placement)
+    assert asked and {pod for _, pod in asked} == {"m-0"}
+
+    class PerPod:
+        """A rule-aware plugin of a user's that makes no promise about templates."""
+
+        name = "PerPod"
+
+        def relevant(self, pod: PodInfo, *args: Any) -> bool:
+            asked.append(("PerPod", pod.name))
+            return False
+
+    placer._rule_aware.append(PerPod())
+    placer._all_by_template = False
+    asked.clear()
+    assert isinstance(placer.place(cache.snapshot(), members, 5), Placement)
+    assert [pod for kind, pod in asked if kind == "PerPod"] == [f"m-{i}" for i in range(5)]
+    assert {pod for kind, pod in asked if kind != "PerPod"} == {"m-0"}

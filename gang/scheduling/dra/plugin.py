@@ -37,7 +37,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 
@@ -190,6 +190,9 @@ class DynamicResources:
     #: the live cache (the catalog for Reserve and PreBind)
     cache: ClusterCache | None = None
     name: str = "DynamicResources"
+    #: relevant by the pod's device claims (its rules) alone: a placeholder, the one pod it
+    #: skips, has rules of its own, so is never a member's twin
+    relevance_by_template: ClassVar[bool] = True
     #: per snapshot: the plans of the members placed so far, by (pod, row) prefix
     _plans: dict[tuple[object, ...], _Plan | None] = field(default_factory=dict, repr=False)
     #: the snapshot and catalog version the plans are for (the snapshot itself is held, so
