@@ -261,9 +261,6 @@ class Placer:
         self._by_template = frozenset(
             p for p in self._rule_aware if getattr(p, "relevance_by_template", False)
         )
-        #: every rule-aware plugin answers per template (the built-ins do): a twin's skipped
-        #: set is the member's before it, with no plugin asked
-        self._all_by_template = len(self._by_template) == len(self._rule_aware)
         #: every other Filter and Score plugin judges a node by its own state only (the
         #: built-ins do), so placing a member changes nothing but the chosen node's verdict
         self._incremental = all(
@@ -995,8 +992,8 @@ class Placer:
         if not self._rule_aware:
             return frozenset()
         kept = last[1] if last is not None and same_template(last[0], pod) else None
-        if kept is not None and self._all_by_template:
-            return kept  # a twin (a gang's members usually are): nothing to ask
+        if kept is not None and len(self._by_template) == len(self._rule_aware):
+            return kept  # a twin, and every plugin answers per template (the built-ins do)
         try:  # asked for every member: not timed (a relevance check is a lookup)
             return frozenset(
                 p

@@ -100,7 +100,6 @@ def test_twins_share_relevance_without_changing_the_placement(
     sharing = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
     asking = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
     asking._by_template = frozenset()  # every plugin asked for every member
-    asking._all_by_template = False
     got = sharing.place(cache.snapshot(), members, len(members))
     want = asking.place(cache.snapshot(), members, len(members))
     assert _answer(got) == _answer(want)
@@ -194,7 +193,6 @@ def test_a_run_of_twins_asks_no_rule_aware_plugin_after_the_first(
             return False
 
     placer._rule_aware.append(PerPod())
-    placer._all_by_template = False
     asked.clear()
     assert isinstance(placer.place(cache.snapshot(), members, 5), Placement)
     assert [pod for kind, pod in asked if kind == "PerPod"] == [f"m-{i}" for i in range(5)]
