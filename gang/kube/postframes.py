@@ -5,9 +5,15 @@ is the API server's answer; wrapping either in JSON again would encode and escap
 the one core the workers are there to spare. A frame is a fixed header then raw bytes:
 
 - ``R`` request: id, method + path + content type (one latin-1 line, space-separated), body.
+- ``B`` brief request: an ``R`` whose success is answered without its body (a binding: the
+  server's ``Status`` says nothing the scheduler reads), in a ``K`` frame.
 - ``C`` config: JSON with the connection settings and the auth headers (sent first, and again
   whenever the headers change: a refreshed bearer token).
 - ``A`` answer: id, HTTP status (0: no answer — the message says why), Retry-After, body.
+- ``K`` successes of brief requests: no id, no text; the body is one (id, status) pair per
+  success (``oks_frame``), the successes of one write together. Any other outcome of a brief
+  request is an ``A`` frame. One frame and two integers per binding, instead of a frame with
+  its status line and body: the scheduler's pipe reader did about a third of the work.
 - ``W`` watch: id, timeout seconds and path (``"300 /api/v1/pods?watch=true&…"``), no body: a
   GET whose 200 answer comes back as it arrives, in ``E`` frames, then its ``A`` frame (status
   200, no body) when the server ends it; any other status is one ``A`` frame, as for a request.
@@ -23,13 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from gang.kube.leanhttp import LeanError, Reply
 
 REQUEST = b"R"
+BRIEF = b"B"
 CONFIG = b"C"
 ANSWER = b"A"
+OKS = b"K"
 WATCH = b"W"
 EVENTS = b"E"
 CANCEL = b"X"
@@ -37,6 +45,8 @@ CANCEL = b"X"
 #: kind, id, length of the text part, length of the body
 _HEADER = struct.Struct("!cIHI")
 HEADER_SIZE = _HEADER.size
+#: one success in a ``K`` frame: id, status
+_OK = struct.Struct("!IH")
 
 
 def frame(kind: bytes, ident: int, text: bytes, body: bytes) -> bytes:
@@ -84,6 +94,16 @@ def answer_of(text: bytes, body: bytes) -> Reply | LeanError:
     return Reply(int(status), body, retry_after or None)
 
 
+def oks_frame(successes: list[tuple[int, int]]) -> bytes:
+    """The ``K`` frame of brief requests' successes: (id, status) each."""
+    return frame(OKS, 0, b"", b"".join(_OK.pack(ident, status) for ident, status in successes))
+
+
+def oks_of(body: bytes) -> Iterator[tuple[int, int]]:
+    """The (id, status) pairs of a ``K`` frame's body (``oks_frame`` read back)."""
+    return _OK.iter_unpack(body)
+
+
 #: the least time between two writes to one pipe (a few frames' worth of bindings)
 FLUSH_INTERVAL = 0.001
 #: the same for a worker's answers. Every write wakes the scheduler's core for its read, its
@@ -100,30 +120,41 @@ class FrameWriter:
     loop, or, within ``interval`` of the last write, once that has passed. A lone frame goes
     out at once; a stream of them goes out a few at a time.
 
-    Invariant: while ``pending`` is non-empty, a write of it is scheduled (one scheduled after
-    an early ``flush`` finds nothing, and does nothing)."""
+    Invariant: while ``pending`` or ``successes`` is non-empty, a write of them is scheduled
+    (one scheduled after an early ``flush`` finds nothing, and does nothing)."""
 
     def __init__(self, write: Callable[[bytes], None], interval: float = FLUSH_INTERVAL) -> None:
         self._write = write
         self.interval = interval
         self.pending: list[bytes] = []
+        #: brief requests' successes (id, status), written as one ``K`` frame after ``pending``
+        self.successes: list[tuple[int, int]] = []
         self._written_at = float("-inf")
 
     def add(self, data: bytes) -> None:
-        if not self.pending:
+        if not self.pending and not self.successes:
             self._schedule()
         self.pending.append(data)
 
     def extend(self, data: Iterable[bytes]) -> None:
-        if not self.pending:
+        if not self.pending and not self.successes:
             self._schedule()
         self.pending.extend(data)
 
+    def add_success(self, ident: int, status: int) -> None:
+        """A brief request's success: its id and status go in this write's ``K`` frame."""
+        if not self.pending and not self.successes:
+            self._schedule()
+        self.successes.append((ident, status))
+
     def flush(self) -> None:
         """Write what is pending now (a scheduled write that finds nothing does nothing)."""
-        if not self.pending:
+        if not self.pending and not self.successes:
             return
         self._written_at = asyncio.get_running_loop().time()
+        if self.successes:
+            self.pending.append(oks_frame(self.successes))
+            self.successes = []
         data, self.pending = b"".join(self.pending), []
         self._write(data)
 

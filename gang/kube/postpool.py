@@ -50,15 +50,18 @@ import orjson
 from gang.kube.leanhttp import AUTH_TTL, HeaderSource, LeanError, LeanHTTP, Reply
 from gang.kube.postframes import (
     ANSWER,
+    BRIEF,
     CANCEL,
     CONFIG,
     EVENTS,
+    OKS,
     REQUEST,
     WATCH,
     FrameWriter,
     answer_of,
     frame,
     frames,
+    oks_of,
 )
 
 log = logging.getLogger(__name__)
@@ -174,6 +177,9 @@ class _Child(asyncio.SubprocessProtocol):
                 if stream is not None:
                     stream.feed(body)
                 continue
+            if kind == OKS:
+                self._succeeded(body)
+                continue
             if kind != ANSWER:
                 continue
             stream = self.streams.pop(ident, None)
@@ -187,6 +193,22 @@ class _Child(asyncio.SubprocessProtocol):
             if timer is not None:
                 timer.cancel()
             _resolve(resolve, answer_of(text, body))
+
+    def _succeeded(self, body: bytes) -> None:
+        """A ``K`` frame: brief requests that succeeded, each answered with its status and no
+        body (one Reply per status, shared: a Reply is immutable)."""
+        pending = self.pending
+        for ident, status in oks_of(body):
+            entry = pending.pop(ident, None)
+            if entry is None:
+                continue  # timed out already
+            resolve, timer = entry
+            if timer is not None:
+                timer.cancel()
+            reply = _SUCCESSES.get(status)
+            if reply is None:
+                reply = _SUCCESSES[status] = Reply(status, b"", None)
+            _resolve(resolve, reply)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 0:
@@ -206,16 +228,20 @@ class _Child(asyncio.SubprocessProtocol):
         self.outgoing.add(frame(REQUEST, ident, head, body))
         return future
 
-    def send_many(self, first: int, requests: list[tuple[bytes, bytes]], resolve: Batch) -> None:
+    def send_many(
+        self, first: int, requests: list[tuple[bytes, bytes]], resolve: Batch, brief: bool
+    ) -> None:
         """``requests`` as ids ``first``, ``first + 1``...; each outcome goes to ``resolve``
-        with the request's index. One timer watches the lot."""
+        with the request's index. One timer watches the lot. ``brief``: a success comes
+        without its body (``BRIEF``)."""
         idents = range(first, first + len(requests))
         self.loop.call_later(self.timeout, self._timed_out, idents)
         pending = self.pending
         for index, ident in enumerate(idents):
             pending[ident] = (functools.partial(resolve, index), None)
+        kind = BRIEF if brief else REQUEST
         self.outgoing.extend(
-            frame(REQUEST, ident, head, body)
+            frame(kind, ident, head, body)
             for ident, (head, body) in zip(idents, requests, strict=True)
         )
 
@@ -277,6 +303,8 @@ class _Child(asyncio.SubprocessProtocol):
 
 
 Outcome = Reply | LeanError
+#: the answer to a brief request's success, per status (``_Child._succeeded``)
+_SUCCESSES: dict[int, Reply] = {}
 #: takes one request's outcome
 Resolve = Callable[[Outcome], None]
 #: takes the outcome of a batch's request, by its index in the batch
@@ -374,11 +402,14 @@ class PostPool:
             self._header_time = float("-inf")  # a token may have expired: read it afresh
         return reply
 
-    async def send_many(self, requests: list[tuple[bytes, bytes]], resolve: Batch) -> bool:
+    async def send_many(
+        self, requests: list[tuple[bytes, bytes]], resolve: Batch, brief: bool = False
+    ) -> bool:
         """Hand ``requests`` (each a head ``METHOD PATH CONTENT-TYPE`` and a body) to one
         worker at once, without a task or future each: every outcome, a ``Reply`` or a
-        ``LeanError``, goes to ``resolve`` with the request's index, once. False (nothing
-        sent): the pool sends in process now, and the caller sends them one by one."""
+        ``LeanError``, goes to ``resolve`` with the request's index, once. ``brief``: a
+        success's Reply has no body (bindings: nobody reads it). False (nothing sent): the
+        pool sends in process now, and the caller sends them one by one."""
         child = await self._next_child()
         if child is None:
             return False
@@ -391,7 +422,7 @@ class PostPool:
                     self._header_time = float("-inf")  # a token may have expired
             resolve(index, outcome)
 
-        child.send_many(first, requests, answered)
+        child.send_many(first, requests, answered, brief)
         return True
 
     async def open_watch(self, path: str, within: float) -> WatchStream | None:

@@ -31,6 +31,7 @@ import orjson
 from gang.kube.leanhttp import LeanError, LeanHTTP, Reply, ssl_context_of
 from gang.kube.postframes import (
     ANSWER_FLUSH_INTERVAL,
+    BRIEF,
     CANCEL,
     CONFIG,
     EVENTS,
@@ -90,8 +91,8 @@ class Worker(asyncio.Protocol):
         for kind, ident, text, body in frames(self.buffer):
             if kind == CONFIG:
                 self._configure(orjson.loads(body))
-            elif kind == REQUEST:
-                task = asyncio.create_task(self._send(ident, text, body))
+            elif kind in (REQUEST, BRIEF):
+                task = asyncio.create_task(self._send(ident, text, body, kind == BRIEF))
                 self.tasks.add(task)
                 task.add_done_callback(self._sent)
             elif kind == WATCH:
@@ -118,7 +119,7 @@ class Worker(asyncio.Protocol):
         else:  # a new token: let the pool read it before its next request
             self.lean.refresh_headers()
 
-    async def _send(self, ident: int, text: bytes, body: bytes) -> None:
+    async def _send(self, ident: int, text: bytes, body: bytes, brief: bool) -> None:
         method, path, content_type = text.decode("latin-1").split(" ", 2)
         outcome: Reply | LeanError
         try:
@@ -127,7 +128,10 @@ class Worker(asyncio.Protocol):
             outcome = await self.lean.request(method, path, body, content_type)
         except LeanError as err:
             outcome = err
-        self._answer(answer_frame(ident, outcome))
+        if brief and isinstance(outcome, Reply) and 200 <= outcome.status < 300:
+            self.answers.add_success(ident, outcome.status)  # (its body is not read)
+        else:
+            self._answer(answer_frame(ident, outcome))
 
     async def _watch(self, ident: int, text: bytes) -> None:
         within, _, path = text.decode("latin-1").partition(" ")

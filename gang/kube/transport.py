@@ -586,7 +586,7 @@ class Kube:
             else:
                 answered(index, error_from(reply.status, reply.body, _reply_headers(reply)))
 
-        return await pool.send_many(requests, outcome)
+        return await pool.send_many(requests, outcome, brief=True)
 
     async def _get_or_none(self, call: Callable[[], Awaitable[Any]]) -> Obj | None:
         """One GET, unthrottled (a read the binding path waits on); None on 404."""

@@ -24,8 +24,10 @@ import trustme
 from aiohttp import web
 
 from gang.app.metrics import make_registry
+from gang.kube import postpool
 from gang.kube.client import make_api_client
 from gang.kube.leanhttp import LeanHTTP
+from gang.kube.postframes import ANSWER, OKS
 from gang.kube.postpool import MAX_QUICK_EXITS, PostPool
 from gang.kube.transport import Kube, KubeError
 from tests.kube.test_leanhttp import client_certificate_kubeconfig, make_api_client_for
@@ -194,6 +196,39 @@ async def test_a_batch_of_bindings_gets_every_answer_as_one_by_one() -> None:
                 _check_answer(name, err)
             assert sorted(seen) == sorted((n, f"uid-{n}") for n in names)
             assert _posters(kube).answered == len(names)
+
+
+async def test_a_batch_s_successes_come_back_in_one_frame_and_its_failures_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bindings are brief requests: the worker answers their successes as (id, status) pairs in
+    ``K`` frames, a few writes for the batch instead of a frame per binding, and every other
+    answer as before, with the server's body (what ``KubeError`` reads its message from)."""
+    kinds: list[bytes] = []
+    read = postpool.frames
+
+    def recording(buffer: bytearray) -> list[tuple[bytes, int, bytes, bytes]]:
+        found = read(buffer)
+        kinds.extend(kind for kind, _, _, _ in found)
+        return found
+
+    monkeypatch.setattr(postpool, "frames", recording)
+
+    async def handler(request: web.Request) -> web.Response:
+        return _answer(request.path.split("/")[-2])
+
+    async for url in serve(handler):
+        async with _one_worker_kube(url) as kube:
+            names = [f"fine-{i}" for i in range(32)] + list(ANSWERS)
+            outcomes = await _bind_many(kube, names)
+            assert all(outcomes[n] is None for n in names if n.startswith("fine"))
+            for name in ANSWERS:
+                err = outcomes[name]
+                assert err is not None
+                _check_answer(name, err)
+            assert kinds.count(OKS) >= 1
+            assert kinds.count(OKS) < 32  # (several successes to a frame)
+            assert kinds.count(ANSWER) == len(ANSWERS)  # only the failures answered whole
 
 
 async def test_a_worker_killed_mid_batch_answers_each_binding_as_no_answer() -> None:

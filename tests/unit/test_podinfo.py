@@ -1007,3 +1007,38 @@ def test_the_bound_copy_of_a_pending_pod_is_the_recorded_bound_pod_parsed() -> N
         unschedulable_message=None,
     )
     assert before.node_name == ""  # the pending one is left as it was
+
+
+def _fields_of(info: PodInfo) -> dict[str, Any]:
+    return {f.name: getattr(info, f.name) for f in dataclasses.fields(PodInfo)}
+
+
+def test_what_parse_pod_and_bound_copy_build_are_frozen_pod_infos_like_the_constructors() -> None:
+    """Both write the slots of a writable twin class and then make it a PodInfo: what comes
+    out is a PodInfo (not the twin) that refuses changes like any other, and equals, field for
+    field (``key`` included), what the dataclass's own ``__init__`` and ``replace`` give."""
+    raw = orjson.loads(POD_BOUND.read_bytes())
+    parsed = parse_pod(raw)
+    built = PodInfo(
+        **{f.name: getattr(parsed, f.name) for f in dataclasses.fields(PodInfo) if f.init}
+    )
+    assert type(parsed) is PodInfo
+    assert _fields_of(parsed) == _fields_of(built)
+    assert parsed.key == (raw["metadata"]["namespace"], raw["metadata"]["name"])
+    copied = bound_copy(parsed, "elsewhere", 7, "Running")
+    assert type(copied) is PodInfo
+    assert _fields_of(copied) == _fields_of(
+        dataclasses.replace(
+            parsed,
+            node_name="elsewhere",
+            resource_version=7,
+            phase="Running",
+            unschedulable_message=None,
+        )
+    )
+    for info in (parsed, copied):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            info.node_name = "changed"  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del info.phase
+    assert parsed.node_name == raw["spec"]["nodeName"]  # the copy left the original as it was

@@ -8,7 +8,16 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gang.kube.postframes import ANSWER, REQUEST, FrameWriter, frame, frames
+from gang.kube.postframes import (
+    ANSWER,
+    OKS,
+    REQUEST,
+    FrameWriter,
+    frame,
+    frames,
+    oks_frame,
+    oks_of,
+)
 
 _FRAMES = st.lists(
     st.tuples(
@@ -49,3 +58,26 @@ async def test_a_lone_frame_goes_at_once_and_a_stream_a_few_at_a_time() -> None:
     assert writes == [b"a", b"bcd", b"e"]
     await asyncio.sleep(0.06)
     assert writes == [b"a", b"bcd", b"e"]  # the scheduled write found nothing left
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(100, 599))))
+def test_successes_read_back_as_written(successes: list[tuple[int, int]]) -> None:
+    buffer = bytearray(oks_frame(successes))
+    [(kind, _, text, body)] = frames(buffer)
+    assert (kind, text) == (OKS, b"")
+    assert list(oks_of(body)) == successes
+
+
+async def test_successes_go_in_one_frame_after_the_frames_of_their_write() -> None:
+    writes: list[bytes] = []
+    writer = FrameWriter(writes.append, interval=0.05)
+    writer.add_success(7, 201)  # alone: it schedules the write, as a frame would
+    await asyncio.sleep(0)
+    assert writes == [oks_frame([(7, 201)])]
+    writer.add_success(8, 201)
+    writer.add(b"a")
+    writer.add_success(9, 200)
+    writer.flush()
+    assert writes[1] == b"a" + oks_frame([(8, 201), (9, 200)])
+    await asyncio.sleep(0.06)
+    assert len(writes) == 2  # the scheduled write found nothing left
