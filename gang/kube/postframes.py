@@ -132,19 +132,16 @@ class FrameWriter:
         self._written_at = float("-inf")
 
     def add(self, data: bytes) -> None:
-        if not self.pending and not self.successes:
-            self._schedule()
+        self._hold()
         self.pending.append(data)
 
     def extend(self, data: Iterable[bytes]) -> None:
-        if not self.pending and not self.successes:
-            self._schedule()
+        self._hold()
         self.pending.extend(data)
 
     def add_success(self, ident: int, status: int) -> None:
         """A brief request's success: its id and status go in this write's ``K`` frame."""
-        if not self.pending and not self.successes:
-            self._schedule()
+        self._hold()
         self.successes.append((ident, status))
 
     def flush(self) -> None:
@@ -157,6 +154,11 @@ class FrameWriter:
             self.successes = []
         data, self.pending = b"".join(self.pending), []
         self._write(data)
+
+    def _hold(self) -> None:
+        """Something is about to be held: schedule the write if nothing was."""
+        if not self.pending and not self.successes:
+            self._schedule()
 
     def _schedule(self) -> None:
         loop = asyncio.get_running_loop()

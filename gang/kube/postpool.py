@@ -18,7 +18,9 @@ that exits is replaced on the next request; one that cannot be kept running (thr
 in a row) leaves the pool sending in process, over ``fallback``, with an error logged once.
 
 A gang's bindings can also go as one batch (``send_many``): the same frames, with no task,
-future or timer per request on the scheduler's core; each outcome goes to one callback.
+future or timer per request on the scheduler's core; each outcome goes to one callback. Sent
+``brief``, as bindings are, their successes come back as (id, status) pairs, many to a ``K``
+frame, with a shared bodiless ``Reply`` per status: nobody reads a binding's ``Status`` body.
 
 Watches are read by the workers too (``open_watch``): a worker holds the stream's connection and
 sends its body back as it arrives, so the scheduler reads many events per pipe read, with no TLS
@@ -186,29 +188,32 @@ class _Child(asyncio.SubprocessProtocol):
             if stream is not None:
                 stream.finish(answer_of(text, body))
                 continue
-            entry = self.pending.pop(ident, None)
-            if entry is None:
-                continue  # timed out already
-            resolve, timer = entry
-            if timer is not None:
-                timer.cancel()
-            _resolve(resolve, answer_of(text, body))
+            resolve = self._taken(ident)
+            if resolve is not None:
+                _resolve(resolve, answer_of(text, body))
 
     def _succeeded(self, body: bytes) -> None:
         """A ``K`` frame: brief requests that succeeded, each answered with its status and no
         body (one Reply per status, shared: a Reply is immutable)."""
-        pending = self.pending
         for ident, status in oks_of(body):
-            entry = pending.pop(ident, None)
-            if entry is None:
-                continue  # timed out already
-            resolve, timer = entry
-            if timer is not None:
-                timer.cancel()
+            resolve = self._taken(ident)
+            if resolve is None:
+                continue
             reply = _SUCCESSES.get(status)
             if reply is None:
                 reply = _SUCCESSES[status] = Reply(status, b"", None)
             _resolve(resolve, reply)
+
+    def _taken(self, ident: int) -> Resolve | None:
+        """The taker of request ``ident``'s outcome, no longer pending, its own timer stopped
+        (None: it timed out already)."""
+        entry = self.pending.pop(ident, None)
+        if entry is None:
+            return None
+        resolve, timer = entry
+        if timer is not None:
+            timer.cancel()
+        return resolve
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 0:

@@ -5,7 +5,8 @@ keep-alive pool to the API server (``gang.kube.leanhttp``, the same code the sch
 process): it reads request frames from stdin, sends each at once — how many are in flight is
 bounded by the scheduler's binding slots, so nothing bounds it again here — and writes each
 answer frame to stdout as it comes, the answers of a few milliseconds in one write
-(``FrameWriter``, ``ANSWER_FLUSH_INTERVAL``).
+(``FrameWriter``, ``ANSWER_FLUSH_INTERVAL``); a brief request's success (a binding's) is only
+its id and status, those of one write together in a ``K`` frame.
 
 It also reads watch streams for the scheduler (``W`` frames): the TLS and HTTP of every watch
 event are then this process's work, and the scheduler reads the server's lines from the pipe,
