@@ -384,14 +384,17 @@ class QueueLedger:
         membership = gang.membership
         if membership.error is not None or membership.queue is None:
             return f"queue: {membership.error or 'no queue'}"
-        limited = [q for q in self.tree.ancestors(membership.queue) if self.tree.specs[q].limit]
-        if not limited:  # (most queues: no limit, so the members' requests are not summed)
+        limits = [
+            (queue, limit)
+            for queue in self.tree.ancestors(membership.queue)
+            if (limit := self.tree.specs[queue].limit)
+        ]
+        if not limits:  # (most queues: no limit, so the members' requests are not summed)
             return None
         asks: Amounts = {}
         for pod in pods:
             _add(asks, pod.requests)
-        for queue in limited:
-            limit = self.tree.specs[queue].limit
+        for queue, limit in limits:
             held = self.held(queue)
             for resource, cap in sorted(limit.items()):
                 wanted = asks.get(resource, 0.0)
