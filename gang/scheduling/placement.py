@@ -367,8 +367,15 @@ class Placer:
         """
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
-        vectors = {p.key: self.index.requests_vector(p.requests)[:width] for p in pods}
-        if len({v.tobytes() for v in vectors.values()}) > 1:  # big members first
+        # one vector per request map: a template's members share theirs (``gang.state.podinfo``)
+        shared: dict[int, Vector] = {}
+        vectors: dict[Key, Vector] = {}
+        for p in pods:
+            vec = shared.get(id(p.requests))
+            if vec is None:
+                vec = shared[id(p.requests)] = self.index.requests_vector(p.requests)[:width]
+            vectors[p.key] = vec
+        if len(shared) > 1 and len({v.tobytes() for v in shared.values()}) > 1:  # big first
             largest = snap.allocatable.max(axis=0)
             ordered = sorted(
                 pods, key=lambda p: (-self._size(p, largest), p.creation_timestamp, p.name)
@@ -392,7 +399,10 @@ class Placer:
             self.pack_domains
             and needed
             and len(needed) + len(anchors) > 1
-            and not any(self._spreads_over_domains(p) for p in needed)
+            and not any(
+                self._spreads_over_domains(rules)
+                for rules in {id(p.rules): p.rules for p in needed}.values()  # once a template
+            )
         ):
             for domain in self._candidate_domains(snap, needed, vectors, anchor_domains):
                 rows = self._domains == domain
@@ -587,10 +597,9 @@ class Placer:
         kept.free[rows] = free[rows]
         return kept
 
-    def _spreads_over_domains(self, pod: PodInfo) -> bool:
-        """The pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
+    def _spreads_over_domains(self, rules: PodRules) -> bool:
+        """A pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
         required anti-affinity, on the packing key): one domain would be a trial bound to fail."""
-        rules = pod.rules
         return any(
             c.topology_key == self.topology_key and c.when_unsatisfiable == DO_NOT_SCHEDULE
             for c in rules.spread

@@ -143,15 +143,14 @@ async def test_a_refused_watch_is_the_same_error_either_way(
 async def test_a_worker_that_dies_mid_watch_is_a_broken_stream_to_resume() -> None:
     """What came before its death is delivered; then the watch raises a status-0 error, which
     the informer resumes from its last resourceVersion (no relist), as for a cut connection."""
-    sent = asyncio.Event()
+    done = asyncio.Event()  # the stream stays open until the test has seen the worker die
 
     async def handler(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse()
         response.enable_chunked_encoding()
         await response.prepare(request)
         await response.write(event("ADDED", "p1", 1) + b"\n")
-        sent.set()
-        await asyncio.sleep(30)
+        await done.wait()
         return response
 
     async for url in serve(handler):
@@ -161,6 +160,7 @@ async def test_a_worker_that_dies_mid_watch_is_a_broken_stream_to_resume() -> No
                 async for batch in kube.watch(PODS, "0", 60):
                     seen += [e["object"]["metadata"]["name"] for e in batch]
                     _kill_worker(worker_pool(kube))
+        done.set()  # else the server's clean-up waits for the handler
     assert seen == ["p1"]
     assert raised.value.status == 0 and raised.value.retryable
     assert raised.value.reason == "StreamBroken"
