@@ -257,6 +257,8 @@ class ChaosRun:
         self._eviction_trigger: tuple[int, float] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._sim_restart: asyncio.Task[None] | None = None
+        #: a planned watch cut found no watch open: the next ones opened are cut
+        self._watch_cut_owed = False
         self._cluster: SimCluster | None = None
         self._scheduler: SchedulerProcess | None = None
         self._marks: list[tuple[float, str]] = []
@@ -338,8 +340,11 @@ class ChaosRun:
             )
 
     async def _chaos(self) -> None:
-        """Arrivals and actions at their planned moments, for ``duration`` seconds."""
+        """Arrivals and actions at their planned moments, for ``duration`` seconds (in preempt
+        and reclaim modes, from the moment the gangs created first hold their quorums)."""
         loop = asyncio.get_running_loop()
+        if self.preempt:
+            await self._fill_bound()
         start = loop.time()
         timeline: list[tuple[float, Callable[[], None]]] = [
             (g.arrive_at, functools.partial(self._create, g))
@@ -358,6 +363,30 @@ class ChaosRun:
             await asyncio.sleep(0.2)
         self.in_chaos = False
 
+    async def _fill_bound(self) -> None:
+        """Wait (at most ``settle`` seconds) until every gang created at the start holds its
+        quorum: the later gangs are planned to find the cluster full, and on a slow machine the
+        scheduler may not have placed the first ones by their planned moment; the timeline then
+        starts late rather than run a plan whose premise never held (no victim to take)."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        first = [g for g in self.plan.gangs if g.arrive_at <= 0]
+        while any(self._bound(g.name) < g.min_member for g in first if g.name in self._present):
+            if loop.time() - began > self.config.settle:
+                self._mark("the first gangs are not all bound: the arrivals begin anyway")
+                return
+            await self._supervise()
+            await asyncio.sleep(0.2)
+        self._mark(f"the first {len(first)} gangs hold their quorums: the arrivals begin")
+
+    def _cut_watches(self) -> None:
+        """Cut the open watches; with none open (the scheduler or the server restarting), cut
+        the next ones opened, at the next check (``_supervise``), so the fault is not lost."""
+        if self.cluster.drop_watches():
+            self._watch_cut_owed = False
+        else:
+            self._watch_cut_owed = True
+
     def _act(self, action: Action) -> None:
         cluster = self.cluster
         if action.kind == KILL:
@@ -367,7 +396,7 @@ class ChaosRun:
                 self._mark(f"apiserver restart, down {action.downtime:g}s")
                 self._sim_restart = self._spawn(cluster.restart_server(action.downtime))
         elif action.kind == CUT_WATCHES:
-            cluster.drop_watches()
+            self._cut_watches()
         elif action.kind == EXPIRE_HISTORY:
             cluster.expire_history()
         elif action.kind == DELETE_GANG:
@@ -460,9 +489,12 @@ class ChaosRun:
             await self._start_scheduler()
 
     async def _supervise(self) -> None:
-        """Restart a scheduler that exited on its own (recorded), as Kubernetes would."""
+        """Restart a scheduler that exited on its own (recorded), as Kubernetes would; cut
+        the watches a planned cut found none of."""
         if self.scheduler.exited_unexpectedly():
             await self._start_scheduler()
+        if self._watch_cut_owed and self.in_chaos:
+            self._cut_watches()
 
     def _on_commit(self, storage_key: str, event: StoredEvent) -> None:
         """Count bindings (and, in preempt mode, evictions) as the store commits them; kill

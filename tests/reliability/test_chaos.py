@@ -14,8 +14,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from gang.bench.chaos import run_chaos
+from gang.bench.chaos import ChaosRun, run_chaos
 from gang.bench.chaosplan import ChaosConfig
+from gang.bench.supervisor import SchedulerProcess
+from gang.sim.cluster import SimCluster
+
+#: each run's faults fall at planned seconds: run alone (README's test command), not beside
+#: other tests competing for the cores
+pytestmark = pytest.mark.serial
 
 
 @pytest.fixture(autouse=True)
@@ -72,3 +78,22 @@ async def test_kills_at_reclaim_evictions_and_queue_changes_leave_every_queue_it
     assert result.eviction_kills >= 1 and result.queue_changes == 4, result.report()
     assert not result.victim_gangs_partial and not result.queue_below_share
     assert not result.unserved_preemptors and result.preemptors_bound == result.preemptors
+
+
+async def test_a_planned_watch_cut_with_no_watch_open_cuts_the_next_one_opened() -> None:
+    """The scheduler (or the server) restarting when a cut falls: the fault is owed, not lost,
+    and paid once, on the next watch opened."""
+    run = ChaosRun(ChaosConfig(seed=1, duration=1, mode="full"))
+    async with SimCluster("1") as cluster:
+        run._cluster = cluster
+        run._scheduler = SchedulerProcess(cluster.kubeconfig_path)  # never started: not exited
+        run.in_chaos = True
+        run._cut_watches()
+        await run._supervise()  # still no watch open
+        assert cluster.faults.counts.watches_cut == 0
+        watch = cluster.store.subscribe(cluster.api.rt_pods.storage_key, cluster.store.rv)
+        await run._supervise()
+        assert cluster.faults.counts.watches_cut == 1
+        assert watch.queue.get_nowait() is None  # its stream ends: the client resumes
+        await run._supervise()
+        assert cluster.faults.counts.watches_cut == 1  # one cut owed, one made
