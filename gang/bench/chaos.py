@@ -382,10 +382,7 @@ class ChaosRun:
     def _cut_watches(self) -> None:
         """Cut the open watches; with none open (the scheduler or the server restarting), cut
         the next ones opened, at the next check (``_supervise``), so the fault is not lost."""
-        if self.cluster.drop_watches():
-            self._watch_cut_owed = False
-        else:
-            self._watch_cut_owed = True
+        self._watch_cut_owed = not self.cluster.drop_watches()
 
     def _act(self, action: Action) -> None:
         cluster = self.cluster
