@@ -100,6 +100,9 @@ MERGE_PATCH = "application/merge-patch+json"
 #: preempt mode's kubelet stand-in: pods start soon; an evicted pod lingers for its grace
 #: period (``PREEMPT_GRACE_SECONDS``) — the window between eviction and the preemptor's binding
 PREEMPT_KUBELET = KubeletConfig(start_delay=0.2, termination_delay=1.0)
+#: seconds between two checks on the scheduler during the chaos (``_supervise``: a restart
+#: after an exit of its own, a watch cut still owed)
+SUPERVISE_INTERVAL = 0.2
 
 
 @dataclass(slots=True)
@@ -356,11 +359,11 @@ class ChaosRun:
         for at, do in timeline:
             while loop.time() - start < at:
                 await self._supervise()
-                await asyncio.sleep(min(0.2, max(0.0, at - (loop.time() - start))))
+                await asyncio.sleep(min(SUPERVISE_INTERVAL, max(0.0, at - (loop.time() - start))))
             do()
         while loop.time() - start < self.config.duration:
             await self._supervise()
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(SUPERVISE_INTERVAL)
         self.in_chaos = False
 
     async def _fill_bound(self) -> None:
@@ -376,7 +379,7 @@ class ChaosRun:
                 self._mark("the first gangs are not all bound: the arrivals begin anyway")
                 return
             await self._supervise()
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(SUPERVISE_INTERVAL)
         self._mark(f"the first {len(first)} gangs hold their quorums: the arrivals begin")
 
     def _cut_watches(self) -> None:
