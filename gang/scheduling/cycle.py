@@ -254,19 +254,15 @@ class Cycle:
                 return rejection
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
-        result = placer.place(snap, pods, need, anchors, gang.topology)
-        if isinstance(result, Placement) and gang.tasks_missing(result.assignments):
-            # minMember placed, but not every task's minimum (Volcano minTaskMember)
+        if gang.tasks_missing(()):  # Volcano minTaskMember: some task is short of its minimum
             lacking = gang.tasks_missing(p.key for p in pods)
             if lacking:  # even every member there is would not do: wait for the rest
                 return "waiting for members: " + ", ".join(
                     f"task {task or '(none)'} needs {count} more" for task, count in lacking.items()
                 )
-            mandatory = gang.task_minimums(pods)  # each task's members first
-            if len(mandatory) >= need:
-                result = placer.place(snap, mandatory, len(mandatory), anchors, gang.topology)
-            else:
-                result = placer.place(snap, pods, len(pods), anchors, gang.topology)
+            result = self._place_task_minimums_first(gang, placer, snap, pods, need, anchors)
+        else:
+            result = placer.place(snap, pods, need, anchors, gang.topology)
         if not isinstance(result, Placement):
             if pending and gang.reserved and not gang.binding and not gang.bound():
                 return ReplanWhole()
@@ -289,6 +285,31 @@ class Cycle:
             return self._reserve_capacity(gang, placer, pods, need, anchors, message)
         refusal = self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
         return result if refusal is None else refusal
+
+    @staticmethod
+    def _place_task_minimums_first(
+        gang: Gang,
+        placer: Placer,
+        snap: Snapshot,
+        pods: list[PodInfo],
+        need: int,
+        anchors: list[str],
+    ) -> Placement | Unplaceable:
+        """Place the members each task still needs (Volcano minTaskMember) as a whole, then
+        on what they leave of ``snap`` the rest, as many as the gang still needs beside them
+        (``need`` in all) and then as many as fit."""
+        mandatory = gang.task_minimums(pods)
+        first = placer.place(snap, mandatory, len(mandatory), anchors, gang.topology)
+        if isinstance(first, Unplaceable):
+            return first
+        rest = [p for p in pods if p.key not in first.assignments]
+        beside = [*anchors, *first.assignments.values()]
+        more = placer.place(snap, rest, max(0, need - len(mandatory)), beside, gang.topology)
+        if isinstance(more, Unplaceable):
+            return dataclasses.replace(
+                more, placed=more.placed + len(mandatory), needed=more.needed + len(mandatory)
+            )
+        return Placement({**first.assignments, **more.assignments}, more.unplaced)
 
     def _reserve(
         self,
@@ -898,6 +919,9 @@ class Cycle:
         total never fit either. A gang of one keeps kube-scheduler's own words."""
         if gang.single:
             return None
+        if gang.tasks_missing(()):  # judged on what is placed first: each task's minimum
+            pods = gang.task_minimums(pods)
+            need = len(pods)
         cache = self.state.cache
         memo = (cache.version, need, tuple(p.key for p in pods), gang.topology)
         if gang.never_memo != memo:

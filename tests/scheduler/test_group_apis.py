@@ -169,6 +169,80 @@ async def test_volcano_min_task_member_holds_per_task() -> None:
         assert "t-w" not in await env.api.bound(NS)  # 10 GPUs asked, 8 there: the worker waits
 
 
+async def test_volcano_min_task_members_are_placed_before_the_bigger_members() -> None:
+    """Bigger members first would put the worker and one master on 10 of 11 GPUs, and the
+    second master would fit nowhere beside them. The members each task needs go first: both
+    masters (4 GPUs) are placed, and the worker waits for room."""
+    async with env_of(nodes="1:gpu=11,cpu=32,memory=128Gi") as env:
+        group = volcano_group("t", 2, 4, minTaskMember={"master": 2})
+        await create(env.api, VOLCANO, "podgroups", group)
+        await env.api.create_pods(
+            [
+                volcano_pod("t-w", "t", gpu=8),
+                volcano_pod("t-m0", "t", gpu=2, task="master"),
+                volcano_pod("t-m1", "t", gpu=2, task="master"),
+            ]
+        )
+        await eventually(lambda: all_bound(env.api, ["t-m0", "t-m1"]))
+        assert "t-w" not in await env.api.bound(NS)  # 12 GPUs asked, 11 there: it waits
+        await env.api.assert_not_overcommitted()
+
+
+async def test_volcano_min_member_is_filled_up_around_the_task_minimums() -> None:
+    """minMember 3, one master required: the master and two of the three workers (10 GPUs)
+    fill the node; the three workers alone (12) would not fit, nor would all four."""
+    async with env_of(nodes="1:gpu=10,cpu=32,memory=128Gi") as env:
+        group = volcano_group("f", 3, 10, minTaskMember={"master": 1})
+        await create(env.api, VOLCANO, "podgroups", group)
+        workers = [f"f-w{i}" for i in range(3)]
+        await env.api.create_pods(
+            [volcano_pod("f-m", "f", gpu=2, task="master")]
+            + [volcano_pod(n, "f", gpu=4) for n in workers]
+        )
+
+        async def three_bound() -> bool:
+            bound = await env.api.bound(NS)
+            return "f-m" in bound and sum(n in bound for n in workers) == 2
+
+        await eventually(three_bound)
+        await env.api.assert_not_overcommitted()
+
+
+async def test_volcano_gang_that_fits_only_task_minimums_first_is_not_called_never_fitting() -> (
+    None
+):
+    """The three workers alone (12 GPUs) never fit the 10-GPU node, but the master and two
+    workers do: while another pod holds 4 GPUs the gang is unschedulable for now, not
+    NeverFits, and it binds once that pod is gone."""
+    async with env_of(nodes="1:gpu=10,cpu=32,memory=128Gi") as env:
+        await env.api.create_pods([pod("other", 4)])
+        await eventually(lambda: all_bound(env.api, ["other"]))
+        await create(
+            env.api, VOLCANO, "podgroups", volcano_group("f", 3, 10, minTaskMember={"master": 1})
+        )
+        workers = [f"f-w{i}" for i in range(3)]
+        await env.api.create_pods(
+            [volcano_pod("f-m", "f", gpu=2, task="master")]
+            + [volcano_pod(n, "f", gpu=4) for n in workers]
+        )
+
+        async def reported() -> bool:
+            group = await get(env.api, VOLCANO, "podgroups", "f")
+            return "Unschedulable" in conditions(group)
+
+        await eventually(reported)
+        unschedulable = conditions(await get(env.api, VOLCANO, "podgroups", "f"))["Unschedulable"]
+        assert unschedulable["reason"] != "NeverFits", unschedulable
+        assert "never" not in unschedulable["message"]
+        await env.api.core.delete_namespaced_pod("other", NS, grace_period_seconds=0)
+
+        async def three_bound() -> bool:
+            bound = await env.api.bound(NS)
+            return "f-m" in bound and sum(n in bound for n in workers) == 2
+
+        await eventually(three_bound)
+
+
 # --- Coscheduling (scheduling.x-k8s.io) ------------------------------------------------------
 
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1")
