@@ -260,9 +260,7 @@ class Cycle:
                 return "waiting for members: " + ", ".join(
                     f"task {task or '(none)'} needs {count} more" for task, count in lacking.items()
                 )
-            result = self._place_task_minimums_first(gang, placer, snap, pods, need, anchors)
-        else:
-            result = placer.place(snap, pods, need, anchors, gang.topology)
+        result = placer.place(snap, pods, need, anchors, gang.topology, gang.task_minimums(pods))
         if not isinstance(result, Placement):
             if pending and gang.reserved and not gang.binding and not gang.bound():
                 return ReplanWhole()
@@ -285,31 +283,6 @@ class Cycle:
             return self._reserve_capacity(gang, placer, pods, need, anchors, message)
         refusal = self._reserve(gang, profile, {p.key: p for p in pods}, result.assignments)
         return result if refusal is None else refusal
-
-    @staticmethod
-    def _place_task_minimums_first(
-        gang: Gang,
-        placer: Placer,
-        snap: Snapshot,
-        pods: list[PodInfo],
-        need: int,
-        anchors: list[str],
-    ) -> Placement | Unplaceable:
-        """Place the members each task still needs (Volcano minTaskMember) as a whole, then
-        on what they leave of ``snap`` the rest, as many as the gang still needs beside them
-        (``need`` in all) and then as many as fit."""
-        mandatory = gang.task_minimums(pods)
-        first = placer.place(snap, mandatory, len(mandatory), anchors, gang.topology)
-        if isinstance(first, Unplaceable):
-            return first
-        rest = [p for p in pods if p.key not in first.assignments]
-        beside = [*anchors, *first.assignments.values()]
-        more = placer.place(snap, rest, max(0, need - len(mandatory)), beside, gang.topology)
-        if isinstance(more, Unplaceable):
-            return dataclasses.replace(
-                more, placed=more.placed + len(mandatory), needed=more.needed + len(mandatory)
-            )
-        return Placement({**first.assignments, **more.assignments}, more.unplaced)
 
     def _reserve(
         self,
@@ -809,7 +782,9 @@ class Cycle:
             snap = self._snapshot(gang)
         finally:
             self._holding = saved
-        trials = Trials(snap, pods, need, anchors, placer, cache.index, gang.topology)
+        trials = Trials(
+            snap, pods, need, anchors, placer, cache.index, gang.topology, gang.task_minimums(pods)
+        )
         plan = ReservationPlanner(trials, cache, gang.members, self._now, ahead).plan()
         if isinstance(plan, NoReservation):
             return plan.why
@@ -919,9 +894,6 @@ class Cycle:
         total never fit either. A gang of one keeps kube-scheduler's own words."""
         if gang.single:
             return None
-        if gang.tasks_missing(()):  # judged on what is placed first: each task's minimum
-            pods = gang.task_minimums(pods)
-            need = len(pods)
         cache = self.state.cache
         memo = (cache.version, need, tuple(p.key for p in pods), gang.topology)
         if gang.never_memo != memo:
@@ -935,7 +907,16 @@ class Cycle:
                     f"({_short_of(total, group.min_resources)})"
                 )
             else:
-                trials = Trials(snap, pods, need, (), placer, cache.index, gang.topology)
+                trials = Trials(
+                    snap,
+                    pods,
+                    need,
+                    (),
+                    placer,
+                    cache.index,
+                    gang.topology,
+                    gang.task_minimums(pods),
+                )
                 result = trials.empty_result()
                 if isinstance(result, Unplaceable):
                     gang.never_placed = result.placed

@@ -269,9 +269,11 @@ class Gang:
                 missing[member.task] -= 1
         return {task: count for task, count in missing.items() if count > 0}
 
-    def task_minimums(self, pods: list[PodInfo]) -> list[PodInfo]:
+    def task_minimums(self, pods: Iterable[PodInfo]) -> list[PodInfo]:
         """Of ``pods``, the members each task still needs (its first ones)."""
         missing = self._tasks_missing()
+        if not missing:  # (most groups: nothing required)
+            return []
         out = []
         for pod in pods:
             if missing.get(pod.task, 0) > 0:

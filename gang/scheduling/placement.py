@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -358,13 +358,19 @@ class Placer:
         need: int,
         anchors: Sequence[str] = (),
         topology: TopologyConstraint | None = None,
+        required: Sequence[PodInfo] = (),
     ) -> Placement | Unplaceable:
         """Place ``need`` of ``pods`` (all-or-nothing), then as many of the rest as fit.
 
         ``anchors`` are the nodes of members already bound or reserved: their domains count as
         the gang's own. ``topology``: the gang's topology constraint (None: today's packing).
+        ``required``: members of ``pods`` that must be among those placed (Volcano
+        minTaskMember: each task's required members); they are placed first, as a whole,
+        and the others fill up to ``need`` beside them, bigger first.
         ``snap.free`` is consumed.
         """
+        if required:
+            return self._place_required_first(snap, pods, need, anchors, topology, required)
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
         # one vector per request map: a template's members share theirs (``gang.state.podinfo``)
@@ -439,6 +445,27 @@ class Placer:
             else:
                 attempt.update(extra)
         return Placement({key: snap.names[row] for key, row in attempt.items()}, unplaced)
+
+    def _place_required_first(
+        self,
+        snap: Snapshot,
+        pods: Sequence[PodInfo],
+        need: int,
+        anchors: Sequence[str],
+        topology: TopologyConstraint | None,
+        required: Sequence[PodInfo],
+    ) -> Placement | Unplaceable:
+        first = self.place(snap, required, len(required), anchors, topology)
+        if isinstance(first, Unplaceable):
+            return first
+        rest = [p for p in pods if p.key not in first.assignments]
+        beside = [*anchors, *first.assignments.values()]
+        more = self.place(snap, rest, max(0, need - len(required)), beside, topology)
+        if isinstance(more, Unplaceable):
+            return replace(
+                more, placed=more.placed + len(required), needed=more.needed + len(required)
+            )
+        return Placement({**first.assignments, **more.assignments}, more.unplaced)
 
     def _in_topology(
         self,

@@ -209,7 +209,14 @@ class Planner:
         ):
             return None  # nobody lower: the common case, answered without a scan
         self.t = Trials(
-            r.snapshot(), r.pods, r.need, r.anchors, r.placer, r.cache.index, r.gang.topology
+            r.snapshot(),
+            r.pods,
+            r.need,
+            r.anchors,
+            r.placer,
+            r.cache.index,
+            r.gang.topology,
+            r.gang.task_minimums(r.pods),
         )
         self.width = self.t.width
         self.index = r.cache.index

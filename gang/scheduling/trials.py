@@ -52,11 +52,14 @@ class Trials:
         placer: Placer,
         index: ResourceIndex,
         topology: TopologyConstraint | None = None,
+        required: Sequence[PodInfo] = (),
     ) -> None:
         self.base = base
         self.topology = topology
         self.pods = pods
         self.need = need
+        #: members placed first, as a whole (``Placer.place``): the cycle's own order
+        self.required = required
         self.anchors = anchors
         self.placer = placer
         self.index = index
@@ -132,7 +135,9 @@ class Trials:
             trial="later",
         )
         with without(base.pods, removed, self.rules_matter):
-            result = self.placer.place(snap, self.pods, self.need, self.anchors, self.topology)
+            result = self.placer.place(
+                snap, self.pods, self.need, self.anchors, self.topology, self.required
+            )
         return result if isinstance(result, Placement) else None
 
     def place_empty(self) -> Placement | None:
@@ -154,7 +159,7 @@ class Trials:
             kept=None,
             trial="empty",
         )
-        return self.placer.place(snap, self.pods, self.need, (), self.topology)
+        return self.placer.place(snap, self.pods, self.need, (), self.topology, self.required)
 
     def fits_empty(self) -> bool:
         """Whether the gang fits the cluster were it empty: the bound first, then placement."""

@@ -456,3 +456,45 @@ async def test_priority_preemption_takes_from_a_queue_above_its_fair_share() -> 
         bound = await running(env)
         assert sorted([count(bound, b_1), count(bound, b_2)]) == [0, 8]
         await env.api.assert_not_overcommitted()
+
+
+async def test_a_volcano_gang_preempts_for_the_placement_its_task_minimums_make() -> None:
+    """A low pod holds 8 of a 10-GPU node. The high Volcano group needs 3 members, its master
+    among them: the master (2 GPUs) and two workers (4 each) fill the node once the low pod
+    is gone; three workers (12) never would. Preemption plans the placement the cycle makes,
+    each task's required members first, so it evicts the low pod and the group binds."""
+    async with cluster("1:gpu=10,cpu=32,memory=128Gi") as (env, client):
+        low = await run_gang(env, "low", 1, LOW, gpu=8)
+        await k8s.CustomObjectsApi(client).create_namespaced_custom_object(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "default",
+            "podgroups",
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "f"},
+                "spec": {"minMember": 3, "minTaskMember": {"master": 1}},
+            },
+        )
+
+        def member(name: str, gpu: int, task: str) -> dict[str, Any]:
+            pod = gang_pod(name, None, gpu=gpu, cpu="100m", priority_class=HIGH)
+            pod["metadata"]["annotations"] = {
+                "scheduling.k8s.io/group-name": "f",
+                "volcano.sh/task-spec": task,
+            }
+            return pod
+
+        workers = [f"f-w{i}" for i in range(3)]
+        await env.api.create_pods(
+            [member("f-m", 2, "master"), *(member(n, 4, "worker") for n in workers)]
+        )
+
+        async def three_running() -> bool:
+            bound = await running(env)
+            return "f-m" in bound and count(bound, workers) == 2
+
+        await eventually(three_running, within=20)
+        assert evicted(env) == set(low)
+        await env.api.assert_not_overcommitted()

@@ -255,6 +255,27 @@ def test_every_extra_that_fits_is_placed() -> None:
     assert result == {key("b-big"): "n0", key("a-small"): "n0"}
 
 
+def test_required_members_are_placed_first_and_the_rest_fill_up_to_need() -> None:
+    """Bigger first would need b-big and c-mid (5 cpu) and fail on 4; with a-small required,
+    a-small and b-big are the two placed, and c-mid is left unplaced with a reason."""
+    pods = [make_info("a-small", cpu="1"), make_info("b-big", cpu="3"), make_info("c-mid", cpu="2")]
+    unplaceable(place(cluster(make_node("n0", cpu="4")), pods[1:], need=2))
+    cache = cluster(make_node("n0", cpu="4"))
+    placer = Placer(cache.index, ScoreWeights(), ZONE)
+    result = placer.place(snapshot(cache, pods), pods, 2, required=pods[:1])
+    assert isinstance(result, Placement), result
+    assert result.assignments == {key("a-small"): "n0", key("b-big"): "n0"}
+    assert set(result.unplaced) == {key("c-mid")}
+
+
+def test_required_members_that_do_not_fit_fail_the_whole_placement() -> None:
+    cache = cluster(make_node("n0", cpu="4"))
+    pods = [make_info("a", cpu="3"), make_info("b", cpu="3"), make_info("c", cpu="1")]
+    placer = Placer(cache.index, ScoreWeights(), ZONE)
+    failure = unplaceable(placer.place(snapshot(cache, pods), pods, 2, required=pods[:2]))
+    assert (failure.placed, failure.needed) == (1, 2)
+
+
 def test_free_is_consumed_between_members() -> None:
     """Two members never count the same last GPU."""
     cache = cluster(make_node("n0", extra={GPU: 2}), make_node("n1", extra={GPU: 1}))
