@@ -272,6 +272,8 @@ class Cycle:
             standing = self.state.ledger.waiting_note(gang)
             if standing is not None:
                 message = _append(message, standing)
+            if profile.post_filters:  # shown the cluster as the cycle saw it: the failed try
+                snap = self._snapshot(gang)  # took part of its snapshot's free capacity
             for post in profile.post_filters:
                 message = (
                     call(post, "PostFilter", budget, post.post_filter, gang, snap, message)

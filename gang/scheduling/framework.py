@@ -189,7 +189,8 @@ def scores_for(plugin: object, pod: PodInfo, snap: Snapshot, placed: Sequence[Pl
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(self, gang: Gang, snap: Snapshot, message: str) -> str | None:
         """Called when the gang could not be placed; may return a better message (or act,
-        e.g. nominate preemption victims). gang ships none."""
+        e.g. nominate preemption victims). ``snap`` is the cluster as the gang's cycle sees
+        it, not what the failed placement left of it. gang ships none."""
 
 
 class ReclaimRules(Protocol):

@@ -16,10 +16,12 @@ from gang.scheduling.framework import (
     Mask,
     NodeFilterInput,
     PermitDecision,
+    PluginContext,
     ScoreInput,
     Scores,
 )
 from gang.scheduling.gang import Gang
+from gang.state.cache import Snapshot
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import Constraints
 
@@ -136,3 +138,17 @@ class Broken:
 
     def sort_key(self, gang: Gang) -> tuple[int]:
         return (0,)
+
+
+class FreeGPUsNote:
+    """A PostFilter that adds to the failure message how many GPUs the snapshot shows free."""
+
+    name = "FreeGPUsNote"
+
+    def __init__(self, args: dict[str, Any], ctx: PluginContext) -> None:
+        self.index = ctx.index
+
+    def post_filter(self, gang: Gang, snap: Snapshot, message: str) -> str | None:
+        column = self.index.column("nvidia.com/gpu")
+        free = int(snap.free[snap.valid, column].sum()) if column < snap.free.shape[1] else 0
+        return f"{message}; {free} GPUs free"

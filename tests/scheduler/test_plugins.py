@@ -266,3 +266,30 @@ async def test_reserve_refusal_unreserves_in_reverse_and_permit_deny_releases() 
         assert await api.bound() == {}
         env.scheduler.cache.check()
         assert not env.scheduler.cache.pods  # every reservation was released
+
+
+async def test_a_post_filter_sees_the_cluster_as_the_cycle_began_not_the_failed_try() -> None:
+    """Three 8-GPU nodes, one with 4 GPUs taken: two of three 6-GPU members fit before the
+    third does not. The PostFilter is shown the 20 GPUs free, not the 8 the failed try left
+    of its snapshot."""
+    profile = {
+        "scheduler_name": "gang-scheduler",
+        "plugins": {"enabled": [{"name": "FreeGPUsNote"}]},
+    }
+    async with gang_env(
+        "3:gpu=8", plugin_paths=[f"{TEST_PLUGINS}:FreeGPUsNote"], profiles=[profile]
+    ) as env:
+        await env.api.create_pods([gang_pod("busy", None, gpu=4, scheduler="default-scheduler")])
+        await env.api.bind("busy", "node-00002")
+        await env.api.create_podgroup(podgroup("three", 3))
+        await env.api.create_pods([gang_pod(f"three-{i}", "three", gpu=6) for i in range(3)])
+
+        async def noted() -> list[str]:
+            return [e["message"] for e in await env.api.events() if "GPUs free" in e["message"]]
+
+        async def reported() -> bool:
+            return bool(await noted())
+
+        await eventually(reported)
+        messages = await noted()
+        assert all("; 20 GPUs free" in message for message in messages), messages
