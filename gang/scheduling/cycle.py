@@ -384,7 +384,7 @@ class Cycle:
         cache = self.state.cache
         snap = apply_holds(cache.snapshot(), self._holding, cache, self._kept)
         if overlaid:
-            self._overlay(gang, snap)
+            snap = self._overlay(gang, snap)
         holding = {r.gang for r in self._holding}
         others = [
             r
@@ -399,6 +399,8 @@ class Cycle:
             and other is not gang
             and other.priority < gang.priority
         ]
+        if any(other.nominated for other in lenders):
+            snap = _own_free(snap)
         for other in lenders:
             for pod, node in other.nominated.values():
                 row = cache.row_of(node)
@@ -410,7 +412,7 @@ class Cycle:
                         snap.unheld[row] += lent
         return snap
 
-    def _overlay(self, gang: Gang, snap: Snapshot) -> None:
+    def _overlay(self, gang: Gang, snap: Snapshot) -> Snapshot:
         cache = self.state.cache
         width = snap.free.shape[1]
         victims: dict[int, npt.NDArray[np.int64]] = {}
@@ -433,11 +435,14 @@ class Cycle:
                 if row is not None and record is not None:
                     into = nominated.setdefault(row, np.zeros(width, dtype=np.int64))
                     into += cache.index.fit(record.vector)[:width]
+        if victims:
+            snap = _own_free(snap)
         for row, held in victims.items():
             twice = np.minimum(held, nominated.get(row, np.zeros(width, dtype=np.int64)))
             snap.free[row] += twice
             if snap.unheld is not None:
                 snap.unheld[row] += twice
+        return snap
 
     def _preempt(
         self,
@@ -1061,6 +1066,12 @@ class Cycle:
             return
         self.state.enqueue(gang)
         self.permit(gang)
+
+
+def _own_free(snap: Snapshot) -> Snapshot:
+    """``snap`` with a copy of its free capacity, to change: a ``free`` array other than the
+    one the cache handed out no longer claims to be the cache's (``Snapshot.origin``)."""
+    return dataclasses.replace(snap, free=snap.free.copy())
 
 
 def _append(message: str, preemption: str) -> str:

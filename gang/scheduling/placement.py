@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -79,6 +79,7 @@ from gang.scheduling.plugins import (
 from gang.scheduling.predicates import host_port_key, summarize
 from gang.scheduling.topologyfit import Chosen, Leader, choose, choose_with_leader
 from gang.state.cache import Snapshot
+from gang.state.journal import FreeOrigin, RowJournal, intact_origin
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import DO_NOT_SCHEDULE, PodRules
 from gang.state.resources import (
@@ -160,7 +161,13 @@ class _Carried:
     previous: _Previous
     allocatable: npt.NDArray[np.int64]
     used: frozenset[int]
-    free: npt.NDArray[np.int64]  # the domain's rows of free capacity, after its last member
+    #: the cache's journal and stamp the pass's snapshot was taken at (None: not known), and the
+    #: rows the pass itself took with their free capacity after it (``tobytes``): together they
+    #: name every row that may differ now (a row the pass took, found as it left it, does not)
+    at: tuple[RowJournal, int] | None
+    taken: dict[int, bytes]
+    #: the domain's rows of free capacity after its last member, where ``at`` is not known
+    free: npt.NDArray[np.int64] | None
 
 
 @dataclass(slots=True)
@@ -176,6 +183,9 @@ class _Slots:
     capacity: list[int]
     #: the template's request: the columns it asks for and the amounts (``asked_columns``)
     asked: tuple[tuple[int, int], ...] = ()
+    #: the cache's journal and the stamp ``free`` is the cache's free capacity at (None: not
+    #: known, compare the matrices)
+    at: tuple[RowJournal, int] | None = None
 
 
 @dataclass(slots=True)
@@ -286,6 +296,9 @@ class Placer:
         self._slot_counts: dict[tuple[str, Constraints, bytes], _Slots] = {}
         self._labelled: Mask = np.zeros(0, dtype=np.bool_)  # rows with a packing domain
         self._any_labelled = False
+        #: during ``place``: where its snapshot's ``free`` came from, if it was intact when the
+        #: call began (the call consumes it)
+        self._origin: FreeOrigin | None = None
 
     # --- caches --------------------------------------------------------------------------
 
@@ -371,6 +384,23 @@ class Placer:
         """
         if required:
             return self._place_required_first(snap, pods, need, anchors, topology, required)
+        origin = intact_origin(snap.origin, snap.free)
+        if origin is not None:
+            origin.intact = False  # this call consumes ``free``
+        self._origin = origin
+        try:
+            return self._place(snap, pods, need, anchors, topology)
+        finally:
+            self._origin = None
+
+    def _place(
+        self,
+        snap: Snapshot,
+        pods: Sequence[PodInfo],
+        need: int,
+        anchors: Sequence[str],
+        topology: TopologyConstraint | None,
+    ) -> Placement | Unplaceable:
         self._refresh(snap)
         width = snap.free.shape[1]  # the cycle registers every request vector before its snapshot
         # one vector per request map: a template's members share theirs (``gang.state.podinfo``)
@@ -604,11 +634,15 @@ class Placer:
                 minlength=int(self._domains.max()) + 1,
             )
             kept = _Slots(snap.allocatable, free.copy(), per_node, [int(c) for c in sums])
+            kept.at = self._stamp()
             if np.count_nonzero(vec > 0):  # a request of nothing counts every row alike
                 kept.asked = asked_columns(vec)
                 self._slot_counts[key] = kept
             return kept
-        rows = rows_differing(kept.free, free)
+        rows = self._rows_moved(kept.at, None)
+        if rows is None:
+            rows = rows_differing(kept.free, free)
+        kept.at = self._stamp()
         if not len(rows):
             return kept
         counts = copies_fitting_rows(free, rows, vec, kept.asked)
@@ -623,6 +657,29 @@ class Placer:
         kept.per_node[rows] = new
         kept.free[rows] = free[rows]
         return kept
+
+    def _stamp(self) -> tuple[RowJournal, int] | None:
+        """Where the snapshot being placed was taken, if its ``free`` was intact."""
+        origin = self._origin
+        return None if origin is None else (origin.journal, origin.stamp)
+
+    def _rows_moved(
+        self, at: tuple[RowJournal, int] | None, domain: int | None
+    ) -> npt.NDArray[np.intp] | None:
+        """The rows (of ``domain``, or all) whose free capacity may have moved between the
+        cache at ``at`` and the snapshot being placed, ascending; None if the journal cannot
+        tell (then compare the matrices)."""
+        origin = self._origin
+        if at is None or origin is None or at[0] is not origin.journal or at[1] > origin.stamp:
+            return None
+        changed = at[0].since(at[1])
+        if changed is None:
+            return None
+        rows = set(changed[: origin.stamp - at[1]])  # (later changes are not in this snapshot)
+        if domain is not None:
+            domains = self._domains
+            rows = {row for row in rows if domains[row] == domain}
+        return np.array(sorted(rows), dtype=np.intp)
 
     def _spreads_over_domains(self, rules: PodRules) -> bool:
         """A pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
@@ -788,7 +845,7 @@ class Placer:
                 if key is not None:
                     claimed_ports.setdefault(row, Counter())[key] += 1
         if carry is not None and previous is not None:
-            self._keep_carried(snap, free, previous, carry, used_domains, quota)
+            self._keep_carried(snap, free, previous, carry, used_domains, quota, chosen.values())
         return chosen
 
     def _carry_applies(self, snap: Snapshot, quota: _Quota | None) -> bool:
@@ -810,16 +867,20 @@ class Placer:
         domain: int,
         used: set[int],
         quota: _Quota | None,
+        taken: Iterable[int],
     ) -> None:
         if not self._carry_applies(snap, quota) or previous.domains_used != len(used):
             return
         if len(self._carried) >= CARRIED_PASSES:
             self._carried.clear()
+        at = self._stamp()
         self._carried[(snap.trial, previous.signature, domain)] = _Carried(
             previous,
             snap.allocatable,
             frozenset(used),
-            free[self._rows_of_domain(domain)],
+            at,
+            {row: free[row].tobytes() for row in taken},
+            free[self._rows_of_domain(domain)] if at is None else None,
         )
 
     def _take_carried(
@@ -845,8 +906,19 @@ class Placer:
         ):
             return None
         previous = carried.previous
-        rows = self._rows_of_domain(domain)
-        changed = rows[rows_differing(carried.free, free[rows])]
+        changed = self._rows_moved(carried.at, domain)
+        if changed is not None:
+            taken = carried.taken
+            maybe = set(changed.tolist()) | taken.keys()
+            changed = np.array(
+                sorted(row for row in maybe if taken.get(row) != free[row].tobytes()),
+                dtype=np.intp,
+            )
+        elif carried.free is None:
+            return None  # taken at a known stamp, but this snapshot's free is not the cache's
+        else:
+            rows = self._rows_of_domain(domain)
+            changed = rows[rows_differing(carried.free, free[rows])]
         if len(changed):
             static = self.static(snap, signature[0]).mask
             at = previous.candidates.searchsorted(changed)

@@ -28,6 +28,8 @@ Invariants:
 - ``pods_by_label`` (the affinity index) holds exactly the ASSUMED and BOUND records, with the
   labels the API last showed: ``_attach`` / ``_detach`` keep both, and a bound pod's label or
   deletion change refreshes its entry.
+- ``journal`` has the row of every write to ``requested`` or ``allocatable`` (``_apply``, node
+  events), and is reset when the matrices are reshaped (``_widen``, ``_grow``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from gang.models.quantity import QuantityError, resource_units
 from gang.state.disruption import DisruptionBudgets
 from gang.state.dra import DraCatalog
 from gang.state.hypernodes import HyperNode
+from gang.state.journal import FreeOrigin, RowJournal
 from gang.state.nodefacts import NodeFacts, node_facts
 from gang.state.podindex import PodIndex
 from gang.state.podinfo import PodInfo
@@ -92,7 +95,10 @@ class Snapshot:
     facts: list[NodeFacts | None]  # row → facts (None for an unused row)
     valid: npt.NDArray[np.bool_]  # row is a live node
     allocatable: npt.NDArray[np.int64]
-    free: npt.NDArray[np.int64]  # allocatable - requested, a copy the cycle may consume
+    #: allocatable - requested, a copy the cycle may consume. Only a placement changes it in
+    #: place (``Placer.place``, which says so in ``origin``); anything else that changes it
+    #: makes a new array (``replace(snap, free=...)``), which no longer claims to be the cache's
+    free: npt.NDArray[np.int64]
     version: int  # node-set/facts version, for caching static filter masks
     used_ports: Mapping[str, Counter[tuple[str, str, int]]] = field(default_factory=dict)
     #: topology domains per label key (shared by every snapshot of one ``version``)
@@ -106,6 +112,9 @@ class Snapshot:
     volumes: VolumeCatalog = field(default_factory=VolumeCatalog)
     #: DeviceClasses, ResourceSlices, ResourceClaims (dynamic resource allocation); live
     devices: DraCatalog = field(default_factory=DraCatalog)
+    #: where ``free`` came from (the cache's journal and stamp), while nobody has changed it:
+    #: read it through ``gang.state.journal.intact_origin``
+    origin: FreeOrigin | None = None
     #: a trial's claims taken to be released (every consumer evicted or finished; on the
     #: empty cluster every claim): their devices are free and their allocations gone
     released_claims: frozenset[tuple[str, str]] = frozenset()
@@ -175,6 +184,8 @@ class ClusterCache:
         #: invalid, and every cycle's whole-matrix work would pay for it. A removed node's row
         #: is the next one handed out, so the rows in use stay packed at the front.
         self._rows_used = 0
+        #: the rows whose free capacity changed, in order (see ``gang.state.journal``)
+        self.journal = RowJournal()
 
     # --- shape ---------------------------------------------------------------------------
 
@@ -185,12 +196,14 @@ class ClusterCache:
             return
         extra = width - self.allocatable.shape[1]
         self._node_rows_changed += 1
+        self.journal.reset()
         pad = ((0, 0), (0, extra))
         self.allocatable = np.pad(self.allocatable, pad)
         self.requested = np.pad(self.requested, pad)
 
     def _grow(self) -> None:
         self._node_rows_changed += 1
+        self.journal.reset()
         old = len(self.names)
         new = old * 2
         self.allocatable = np.pad(self.allocatable, ((0, new - old), (0, 0)))
@@ -220,6 +233,7 @@ class ClusterCache:
                 row += vec
             else:
                 row -= vec
+            self.journal.note(entry.row)
         if record.host_ports:
             ports = self._ports.setdefault(record.node, Counter())
             for port in record.host_ports:
@@ -312,6 +326,7 @@ class ClusterCache:
             entry.allocatable = allocatable
         self.allocatable[entry.row] = vec
         self.facts[entry.row] = facts
+        self.journal.note(entry.row)
         return True
 
     def remove_node(self, name: str) -> bool:
@@ -323,6 +338,7 @@ class ClusterCache:
         self.valid[row] = False
         self.allocatable[row] = 0
         self.requested[row] = 0
+        self.journal.note(row)
         self.names[row] = ""
         self.facts[row] = None
         self._free_rows.append(row)
@@ -462,12 +478,14 @@ class ClusterCache:
             )
             self._shared = shared
         _, names, facts, valid, allocatable = shared
+        free = self.allocatable[:rows] - self.requested[:rows]
         return Snapshot(
             names=names,
             facts=facts,
             valid=valid,
             allocatable=allocatable,
-            free=self.allocatable[:rows] - self.requested[:rows],
+            free=free,
+            origin=FreeOrigin(self.journal, self.journal.stamp(), free),
             version=self.version,
             used_ports={name: Counter(c) for name, c in self._ports.items() if c},
             domains=self.domains(),
