@@ -387,11 +387,11 @@ class Placer:
         origin = intact_origin(snap.origin, snap.free)
         if origin is not None:
             origin.intact = False  # this call consumes ``free``
-        self._origin = origin
+        outer, self._origin = self._origin, origin  # (a plugin may place on a snapshot of its own)
         try:
             return self._place(snap, pods, need, anchors, topology)
         finally:
-            self._origin = None
+            self._origin = outer
 
     def _place(
         self,
