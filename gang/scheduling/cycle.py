@@ -233,6 +233,12 @@ class Cycle:
                 pods = []  # slices go by rank: its members are placed once all of them exist
             pods += [gang.placeholder(template, i) for i in range(required - len(pods))]
             need = len(pods)
+        if gang.tasks_missing(()):  # Volcano minTaskMember: some task is short of its minimum
+            lacking = gang.tasks_missing(p.key for p in pods)
+            if lacking:  # even every member there is would not do: wait for the rest, holding
+                return "waiting for members: " + ", ".join(  # nothing (Volcano: not valid)
+                    f"task {task or '(none)'} needs {count} more" for task, count in lacking.items()
+                )
         refusal = self.state.ledger.admit(gang, pods)
         if refusal is not None:  # its queue is unusable or at its limit: no capacity helps
             return refusal
@@ -254,12 +260,6 @@ class Cycle:
                 return rejection
         for pre_score in profile.pre_scores:
             call(pre_score, "PreScore", budget, pre_score.pre_score, gang, pods, snap)
-        if gang.tasks_missing(()):  # Volcano minTaskMember: some task is short of its minimum
-            lacking = gang.tasks_missing(p.key for p in pods)
-            if lacking:  # even every member there is would not do: wait for the rest
-                return "waiting for members: " + ", ".join(
-                    f"task {task or '(none)'} needs {count} more" for task, count in lacking.items()
-                )
         result = placer.place(snap, pods, need, anchors, gang.topology, gang.task_minimums(pods))
         if not isinstance(result, Placement):
             if pending and gang.reserved and not gang.binding and not gang.bound():

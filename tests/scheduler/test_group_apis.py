@@ -243,6 +243,29 @@ async def test_volcano_gang_that_fits_only_task_minimums_first_is_not_called_nev
         await eventually(three_bound)
 
 
+async def test_volcano_group_short_of_a_task_minimum_waits_for_members_and_holds_nothing() -> None:
+    """Its minResources (10 GPUs) are more than the node has free (8 of 16), but the group
+    lacks a required master anyway: it waits for members, as Volcano holds such a job invalid,
+    and no capacity is reserved for it."""
+    async with env_of(nodes="1:gpu=16,cpu=32,memory=128Gi") as env:
+        await env.api.create_pods([pod("other", 8)])
+        await eventually(lambda: all_bound(env.api, ["other"]))
+        group = volcano_group("t", 2, 10, minTaskMember={"master": 2})
+        await create(env.api, VOLCANO, "podgroups", group)
+        await env.api.create_pods(
+            [volcano_pod("t-w", "t", gpu=2), volcano_pod("t-m0", "t", gpu=4, task="master")]
+        )
+
+        async def waiting() -> bool:
+            found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
+            return "task master needs 1 more" in found.get("Unschedulable", {}).get("message", "")
+
+        await eventually(waiting)
+        found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
+        assert found.get("Reserved", {}).get("status") != "True", found
+        assert not env.scheduler.state.reservations.by_gang
+
+
 # --- Coscheduling (scheduling.x-k8s.io) ------------------------------------------------------
 
 COSCHEDULING = ("scheduling.x-k8s.io", "v1alpha1")
