@@ -383,7 +383,17 @@ class Placer:
         ``snap.free`` is consumed.
         """
         if required:
-            return self._place_required_first(snap, pods, need, anchors, topology, required)
+            first = self.place(snap, required, len(required), anchors, topology)
+            if isinstance(first, Unplaceable):
+                return first
+            rest = [p for p in pods if p.key not in first.assignments]
+            beside = [*anchors, *first.assignments.values()]
+            more = self.place(snap, rest, max(0, need - len(required)), beside, topology)
+            if isinstance(more, Unplaceable):
+                return replace(
+                    more, placed=more.placed + len(required), needed=more.needed + len(required)
+                )
+            return Placement({**first.assignments, **more.assignments}, more.unplaced)
         origin = intact_origin(snap.origin, snap.free)
         if origin is not None:
             origin.intact = False  # this call consumes ``free``
@@ -475,27 +485,6 @@ class Placer:
             else:
                 attempt.update(extra)
         return Placement({key: snap.names[row] for key, row in attempt.items()}, unplaced)
-
-    def _place_required_first(
-        self,
-        snap: Snapshot,
-        pods: Sequence[PodInfo],
-        need: int,
-        anchors: Sequence[str],
-        topology: TopologyConstraint | None,
-        required: Sequence[PodInfo],
-    ) -> Placement | Unplaceable:
-        first = self.place(snap, required, len(required), anchors, topology)
-        if isinstance(first, Unplaceable):
-            return first
-        rest = [p for p in pods if p.key not in first.assignments]
-        beside = [*anchors, *first.assignments.values()]
-        more = self.place(snap, rest, max(0, need - len(required)), beside, topology)
-        if isinstance(more, Unplaceable):
-            return replace(
-                more, placed=more.placed + len(required), needed=more.needed + len(required)
-            )
-        return Placement({**first.assignments, **more.assignments}, more.unplaced)
 
     def _in_topology(
         self,

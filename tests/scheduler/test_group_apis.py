@@ -148,21 +148,27 @@ async def test_volcano_gang_short_of_min_member_binds_nothing_and_reports_tasks(
         assert message["message"].startswith("3/3 tasks in gang unschedulable: ")
 
 
+async def one_master_short(env: Env, min_gpus: int) -> None:
+    """Group ``t`` (minMember 2, both masters required, minResources ``min_gpus`` GPUs) with a
+    worker and one master, until it says it waits for the other master."""
+    group = volcano_group("t", 2, min_gpus, minTaskMember={"master": 2})
+    await create(env.api, VOLCANO, "podgroups", group)
+    await env.api.create_pods(
+        [volcano_pod("t-w", "t", gpu=2), volcano_pod("t-m0", "t", gpu=4, task="master")]
+    )
+
+    async def waiting() -> bool:
+        found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
+        return "task master needs 1 more" in found.get("Unschedulable", {}).get("message", "")
+
+    await eventually(waiting)
+
+
 async def test_volcano_min_task_member_holds_per_task() -> None:
     """minMember 2, but both masters are required: a worker and one master (minMember met) is
     never bound; with the second master there, the two masters are."""
     async with env_of(nodes="1:gpu=8,cpu=32,memory=128Gi") as env:
-        group = volcano_group("t", 2, 4, minTaskMember={"master": 2})
-        await create(env.api, VOLCANO, "podgroups", group)
-        await env.api.create_pods(
-            [volcano_pod("t-w", "t", gpu=2), volcano_pod("t-m0", "t", gpu=4, task="master")]
-        )
-
-        async def waiting() -> bool:
-            found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
-            return "task master needs 1 more" in found.get("Unschedulable", {}).get("message", "")
-
-        await eventually(waiting)
+        await one_master_short(env, min_gpus=4)
         assert not await env.api.bound(NS)
         await env.api.create_pods([volcano_pod("t-m1", "t", gpu=4, task="master")])
         await eventually(lambda: all_bound(env.api, ["t-m0", "t-m1"]))
@@ -250,17 +256,7 @@ async def test_volcano_group_short_of_a_task_minimum_waits_for_members_and_holds
     async with env_of(nodes="1:gpu=16,cpu=32,memory=128Gi") as env:
         await env.api.create_pods([pod("other", 8)])
         await eventually(lambda: all_bound(env.api, ["other"]))
-        group = volcano_group("t", 2, 10, minTaskMember={"master": 2})
-        await create(env.api, VOLCANO, "podgroups", group)
-        await env.api.create_pods(
-            [volcano_pod("t-w", "t", gpu=2), volcano_pod("t-m0", "t", gpu=4, task="master")]
-        )
-
-        async def waiting() -> bool:
-            found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
-            return "task master needs 1 more" in found.get("Unschedulable", {}).get("message", "")
-
-        await eventually(waiting)
+        await one_master_short(env, min_gpus=10)
         found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
         assert found.get("Reserved", {}).get("status") != "True", found
         assert not env.scheduler.state.reservations.by_gang
