@@ -628,9 +628,12 @@ class Placer:
                 kept.asked = asked_columns(vec)
                 self._slot_counts[key] = kept
             return kept
-        rows = self._rows_moved(kept.at, None)
-        if rows is None:
-            rows = rows_differing(kept.free, free)
+        moved = self._rows_moved(kept.at, None)
+        rows = (
+            rows_differing(kept.free, free)
+            if moved is None
+            else np.array(sorted(moved), dtype=np.intp)
+        )
         kept.at = self._stamp()
         if not len(rows):
             return kept
@@ -652,12 +655,10 @@ class Placer:
         origin = self._origin
         return None if origin is None else (origin.journal, origin.stamp)
 
-    def _rows_moved(
-        self, at: tuple[RowJournal, int] | None, domain: int | None
-    ) -> npt.NDArray[np.intp] | None:
+    def _rows_moved(self, at: tuple[RowJournal, int] | None, domain: int | None) -> set[int] | None:
         """The rows (of ``domain``, or all) whose free capacity may have moved between the
-        cache at ``at`` and the snapshot being placed, ascending; None if the journal cannot
-        tell (then compare the matrices)."""
+        cache at ``at`` and the snapshot being placed; None if the journal cannot tell (then
+        compare the matrices)."""
         origin = self._origin
         if at is None or origin is None or at[0] is not origin.journal or at[1] > origin.stamp:
             return None
@@ -668,7 +669,7 @@ class Placer:
         if domain is not None:
             domains = self._domains
             rows = {row for row in rows if domains[row] == domain}
-        return np.array(sorted(rows), dtype=np.intp)
+        return rows
 
     def _spreads_over_domains(self, rules: PodRules) -> bool:
         """A pod's hard rules spread a gang over the packing domains (DoNotSchedule spread, or
@@ -895,10 +896,10 @@ class Placer:
         ):
             return None
         previous = carried.previous
-        changed = self._rows_moved(carried.at, domain)
-        if changed is not None:
+        moved = self._rows_moved(carried.at, domain)
+        if moved is not None:
             taken = carried.taken
-            maybe = set(changed.tolist()) | taken.keys()
+            maybe = moved | taken.keys()
             changed = np.array(
                 sorted(row for row in maybe if taken.get(row) != free[row].tobytes()),
                 dtype=np.intp,
