@@ -35,6 +35,7 @@ from gang.models.quantity import units_text
 from gang.queue.tree import display_name
 from gang.scheduling.gang import Gang
 from gang.scheduling.reservation import sorts_before
+from gang.state.podinfo import PodInfo
 
 PLACED, INVALID, MEMBERS, NEVER = "placed", "invalid", "waiting-for-members", "never"
 QUEUE_BLOCKED = "queue-blocked"
@@ -269,7 +270,7 @@ def _capacity_help(scheduler: GangScheduler, gang: Gang, capacity: dict[str, int
     cache = scheduler.state.cache
     free = cache.index.describe((cache.allocatable - cache.requested)[cache.valid].sum(axis=0))
     wants: dict[str, int] = {}
-    pods = gang.pending()[: max(0, gang.min_member - gang.placed())]
+    pods = _still_to_place(gang)
     for pod in pods:
         for res, amount in pod.requests.items():
             wants[res] = wants.get(res, 0) + amount
@@ -289,6 +290,17 @@ def _capacity_help(scheduler: GangScheduler, gang: Gang, capacity: dict[str, int
     if failure is not None:
         help_ += _lower_min(gang, failure.placed)
     return help_
+
+
+def _still_to_place(gang: Gang) -> list[PodInfo]:
+    """The waiting members the gang cannot start without: the members each task still needs
+    (a Volcano task's minimum), then others up to minMember, as placement takes them."""
+    pending = gang.pending()
+    required = gang.task_minimums(pending)
+    chosen = {pod.key for pod in required}
+    rest = [pod for pod in pending if pod.key not in chosen]
+    need = max(0, gang.min_member - gang.placed())
+    return [*required, *rest][: max(need, len(required))]
 
 
 def _queue(scheduler: GangScheduler, gang: Gang) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from gang.app.explain import explain, find_gang
 from gang.sim.cluster import SimCluster
 from tests.scheduler.conftest import Api, Env, eventually, gang_pod, running_scheduler
 
@@ -20,10 +21,12 @@ NODES = "4:gpu=8,cpu=32,memory=128Gi"
 
 
 @asynccontextmanager
-async def env_of(kubernetes_version: str = "1.37", nodes: str = NODES) -> AsyncIterator[Env]:
+async def env_of(
+    kubernetes_version: str = "1.37", nodes: str = NODES, **config: Any
+) -> AsyncIterator[Env]:
     async with (
         SimCluster(nodes, kubernetes_version=kubernetes_version) as cluster,
-        running_scheduler(cluster) as scheduler,
+        running_scheduler(cluster, **config) as scheduler,
         cluster.api_client() as client,
     ):
         yield Env(cluster, scheduler, Api(client))
@@ -260,6 +263,33 @@ async def test_volcano_group_short_of_a_task_minimum_waits_for_members_and_holds
         found = conditions(await get(env.api, VOLCANO, "podgroups", "t"))
         assert found.get("Reserved", {}).get("status") != "True", found
         assert not env.scheduler.state.reservations.by_gang
+
+
+async def test_explain_asks_to_free_what_the_task_minimums_need() -> None:
+    """Two 1-GPU workers come first, but the group cannot start without its 4-GPU master:
+    with 2 GPUs free, ``gang explain`` asks for 3 more (for the master and a worker), not for
+    the two workers, which already fit. (No reservations: a held node would be the answer.)"""
+    async with env_of(nodes="1:gpu=8,cpu=32,memory=128Gi", reservations=False) as env:
+        await env.api.create_pods([pod("other", 6)])
+        await eventually(lambda: all_bound(env.api, ["other"]))
+        group = volcano_group("t", 2, 1, minTaskMember={"master": 1})
+        await create(env.api, VOLCANO, "podgroups", group)
+        await env.api.create_pods(
+            [volcano_pod("t-w0", "t", gpu=1), volcano_pod("t-w1", "t", gpu=1),
+             volcano_pod("t-m0", "t", gpu=4, task="master")]
+        )  # fmt: skip
+
+        async def refused() -> bool:
+            gang = find_gang(env.scheduler, NS, "t")
+            return gang is not None and gang.last_unplaceable is not None
+
+        await eventually(refused)
+        gang = find_gang(env.scheduler, NS, "t")
+        assert gang is not None
+        answer = explain(env.scheduler, gang)
+        assert answer["state"] == "capacity", answer
+        assert "free 3 nvidia.com/gpu (free now: 2)" in answer["unblock"], answer["unblock"]
+        assert "other" in await env.api.bound(NS) and len(await env.api.bound(NS)) == 1
 
 
 # --- Coscheduling (scheduling.x-k8s.io) ------------------------------------------------------
