@@ -672,7 +672,11 @@ def _constraints(spec: Mapping[str, Any]) -> Constraints:
     host_ports = _host_ports(spec)
     if not (node_selector or required_terms or tolerations or host_ports):
         return NO_CONSTRAINTS
-    return Constraints(node_selector, required_terms, tolerations, host_ports)
+    constraints = Constraints(node_selector, required_terms, tolerations, host_ports)
+    # one shared object per distinct set, as for rules: every pod has some (the API server
+    # adds the not-ready/unreachable tolerations to each), and the placer's same-template
+    # test is an identity check
+    return _interned(_INTERNED_CONSTRAINTS, constraints, constraints)
 
 
 def _rules(
@@ -705,6 +709,7 @@ def _rules(
 _INTERN_LIMIT: Final = 8192
 T = TypeVar("T")
 _INTERNED_RULES: dict[PodRules, PodRules] = {}
+_INTERNED_CONSTRAINTS: dict[Constraints, Constraints] = {}
 _INTERNED_REQUESTS: dict[frozenset[tuple[str, int]], dict[str, int]] = {}
 
 

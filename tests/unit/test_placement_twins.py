@@ -8,6 +8,7 @@ exactly what it chooses when it asks every plugin for every member."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
@@ -21,6 +22,7 @@ from gang.scheduling.framework import Budgets, same_template
 from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.plugins import default_node_filters
+from gang.sim.pods import DEFAULT_TOLERATIONS
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import PodInfo
 from tests.unit.test_cache import make_node
@@ -53,8 +55,10 @@ kinds = st.tuples(apps, st.integers(0, len(RULES) - 1), st.booleans(), st.intege
 
 
 def _pod(name: str, app: str, rule: int, spread: bool, gpus: int, node: str = "") -> PodInfo:
+    """A pod as the API server admits it: with the not-ready/unreachable tolerations that it
+    adds to every pod (so each is parsed into constraints of its own before interning)."""
     builder = make_pod(name).container(cpu="500m", gpu=gpus).label("app", app)
-    builder.spec(schedulerName="gang-scheduler")
+    builder.spec(schedulerName="gang-scheduler", tolerations=copy.deepcopy(DEFAULT_TOLERATIONS))
     if RULES[rule]:
         builder.spec(affinity=RULES[rule])
     if spread:
