@@ -10,6 +10,11 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import pytest
+
+from gang.app.explain import find_gang
+from gang.scheduling.interpodaffinity import InterPodAffinity
+from gang.state.podinfo import PodInfo
 from tests.scheduler.conftest import Env, eventually, gang_env, gang_pod, podgroup
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -235,3 +240,35 @@ async def test_pods_behind_a_service_are_spread_by_kube_scheduler_s_defaults() -
         placed = await env.api.bound()
         assert len({placed[f"web-{i}"] for i in range(4)}) == 4
         assert len({placed[f"batch-{i}"] for i in range(4)}) == 1
+
+
+async def test_a_gang_of_twins_is_judged_once_as_the_api_server_admits_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The API server adds the not-ready/unreachable tolerations to every pod, so no two
+    members arrive with the same objects; parsed, twins still share their constraints, and
+    the placer asks the rule-aware plugins about the first member of the gang only."""
+    asked: list[str] = []
+    relevant = InterPodAffinity.relevant
+
+    def counting(plugin: InterPodAffinity, pod: PodInfo, *args: Any) -> bool:
+        asked.append(pod.name)
+        return relevant(plugin, pod, *args)
+
+    monkeypatch.setattr(InterPodAffinity, "relevant", counting)
+    async with gang_env("4:gpu=8,cpu=64,memory=512Gi") as env:
+        names = [f"twins-{i}" for i in range(6)]
+        labels = {"app": "twins"}
+        await env.api.create_pods([gang_pod(n, "twins", gpu=1, labels=labels) for n in names])
+
+        async def all_known() -> bool:  # every member seen before the group: no stand-ins
+            gang = find_gang(env.scheduler, "default", "twins")
+            return gang is not None and len(gang.members) == 6
+
+        await eventually(all_known)
+        await env.api.create_podgroup(podgroup("twins", 6, timeout=30))
+        await bound_all(env, names)
+        members = [env.scheduler.state.cache.pods[("default", n)].info for n in names]
+        assert all(m is not None and len(m.constraints.tolerations) == 2 for m in members)
+        assert len({id(m.constraints) for m in members if m is not None}) == 1
+        assert len(set(asked)) == 1, asked
