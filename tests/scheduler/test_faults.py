@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from gang.sim.cluster import SimCluster
@@ -88,3 +90,51 @@ async def test_bind_concurrency_backs_off_on_a_saturated_server_and_binds_every_
             await eventually(every_answer_read)
             await api.assert_not_overcommitted()
             scheduler.cache.check()
+
+
+async def test_shutdown_leaves_status_writes_a_slow_server_holds_to_the_next_leader() -> None:
+    """A shutdown releases the lease after its settle, and the status writes in it keep to
+    their deadline (2 s): a kubelet's SIGKILL would not wait. Here the server takes 10 s a
+    request once the groups are placed, and three groups' status changes wait behind a first
+    one being written: written one by one, they held the shutdown 30 s and more."""
+    faults = Faults()
+    async with SimCluster("2:gpu=8", faults=faults) as cluster, cluster.api_client() as client:
+        api = Api(client)
+        names = [f"solo-{i}" for i in range(4)]
+        for name in names:
+            await api.create_podgroup(podgroup(name, 1))
+        await api.create_pods([gang_pod(name, name, gpu=1) for name in names])
+        scheduler_running = running_scheduler(cluster)
+        scheduler = await scheduler_running.__aenter__()
+
+        async def placed_and_written() -> bool:
+            groups = [await api.get_podgroup(name) for name in names]
+            return all((g.get("status") or {}).get("phase") == "Scheduled" for g in groups)
+
+        await eventually(placed_and_written)
+        faults.latency = 10.0
+        pods = cluster.api.rt_pods.storage_key
+
+        def run(name: str) -> None:  # as the kubelet reports a started pod
+            pod = cluster.store.get(pods, "default", name)
+            assert pod is not None
+            cluster.store.commit(pods, {**pod, "status": {**pod["status"], "phase": "Running"}})
+
+        async def the_rest_seen_running() -> bool:
+            members = [scheduler.cache.pods.get(("default", name)) for name in names[1:]]
+            return all(m is not None and m.info is not None and m.info.phase == "Running"
+                       for m in members)  # fmt: skip
+
+        async def first_write_under_way() -> bool:
+            return faults.counts.delayed >= 1
+
+        run(names[0])
+        await eventually(first_write_under_way)
+        for name in names[1:]:
+            run(name)
+        await eventually(the_rest_seen_running)  # their status changes wait behind the first
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await asyncio.wait_for(scheduler_running.__aexit__(None, None, None), 60)
+        assert loop.time() - started < 8.0
+        faults.latency = 0.0
