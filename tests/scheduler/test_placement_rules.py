@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from gang.app.explain import find_gang
-from gang.scheduling.interpodaffinity import InterPodAffinity
-from gang.state.podinfo import PodInfo
 from tests.scheduler.conftest import Env, eventually, gang_env, gang_pod, podgroup
+from tests.unit.test_placement_twins import asked_inter_pod_affinity
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -248,14 +247,7 @@ async def test_a_gang_of_twins_is_judged_once_as_the_api_server_admits_it(
     """The API server adds the not-ready/unreachable tolerations to every pod, so no two
     members arrive with the same objects; parsed, twins still share their constraints, and
     the placer asks the rule-aware plugins about the first member of the gang only."""
-    asked: list[str] = []
-    relevant = InterPodAffinity.relevant
-
-    def counting(plugin: InterPodAffinity, pod: PodInfo, *args: Any) -> bool:
-        asked.append(pod.name)
-        return relevant(plugin, pod, *args)
-
-    monkeypatch.setattr(InterPodAffinity, "relevant", counting)
+    asked = asked_inter_pod_affinity(monkeypatch)
     async with gang_env("4:gpu=8,cpu=64,memory=512Gi") as env:
         names = [f"twins-{i}" for i in range(6)]
         labels = {"app": "twins"}

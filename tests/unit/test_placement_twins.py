@@ -109,6 +109,19 @@ def test_twins_share_relevance_without_changing_the_placement(
     assert _answer(got) == _answer(want)
 
 
+def asked_inter_pod_affinity(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pods InterPodAffinity will be asked about (``relevant``), in order."""
+    asked: list[str] = []
+    relevant = InterPodAffinity.relevant
+
+    def counting(plugin: InterPodAffinity, pod: PodInfo, *args: Any) -> bool:
+        asked.append(pod.name)
+        return relevant(plugin, pod, *args)
+
+    monkeypatch.setattr(InterPodAffinity, "relevant", counting)
+    return asked
+
+
 def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Eight members of one template, among pods whose anti-affinity selects them: the plugin is
     asked about the first member only, and still keeps them off the forbidding pods' nodes."""
@@ -124,14 +137,7 @@ def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyP
     for pod in members:
         cache.index.vector(pod.requests)
     placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
-    asked: list[str] = []
-    relevant = InterPodAffinity.relevant
-
-    def counting(plugin: InterPodAffinity, pod: PodInfo, *args: Any) -> bool:
-        asked.append(pod.name)
-        return relevant(plugin, pod, *args)
-
-    monkeypatch.setattr(InterPodAffinity, "relevant", counting)
+    asked = asked_inter_pod_affinity(monkeypatch)
     result = placer.place(cache.snapshot(), members, 8)
     assert isinstance(result, Placement)
     assert not {f"n{i}" for i in range(4)} & set(result.assignments.values())
