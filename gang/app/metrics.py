@@ -80,6 +80,12 @@ class SchedulerCollector(Collector):
             ),
         ):
             yield CounterMetricFamily(name, text, value=value)
+        yield GaugeMetricFamily(
+            "gang_status_backlog",
+            "Group status changes not written yet (written behind bindings; a burst leaves one "
+            "per gang)",
+            value=reporter.status_backlog(),
+        )
         yield CounterMetricFamily(
             "gang_permit_timeouts",
             "Quorum waits that timed out and released",

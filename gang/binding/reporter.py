@@ -67,7 +67,11 @@ class KubeReporter:
         self.component = component
         self.instance = instance
         self._events: asyncio.Queue[_Pending] = asyncio.Queue(EVENT_QUEUE_LIMIT)
+        #: groups whose status changed since it was last written; ``_writing``: those taken
+        #: from it and being written now, in order. A group is in one of them until its
+        #: status is written (or found unchanged), whatever cancels the writer.
         self._dirty: dict[tuple[str, str], Gang | PodGroupInfo] = {}
+        self._writing: deque[tuple[tuple[str, str], Gang | PodGroupInfo]] = deque()
         self._written: dict[tuple[str, str], dict[str, Any]] = {}
         #: gangs whose pending members may need their ``PodScheduled`` note (re)written
         self._unplaced: dict[GangKey, Gang] = {}
@@ -180,19 +184,28 @@ class KubeReporter:
             self._wake.clear()
             await asyncio.sleep(STATUS_FLUSH_SECONDS)  # coalesce bursts of changes
             dirty, self._dirty = self._dirty, {}
-            items = deque(dirty.items())
+            self._writing.extend(dirty.items())
             try:
-                while items:
+                while self._writing:
                     await self.yield_to()
-                    await self._write(*items[0])
-                    items.popleft()
+                    await self._write(*self._writing[0])
+                    self._writing.popleft()
             except asyncio.CancelledError:  # shutting down: ``flush`` writes what is left
-                for key, item in items:
-                    self._dirty.setdefault(key, item)  # (a newer change already there wins)
+                self._requeue()
                 raise
             unplaced, self._unplaced = self._unplaced, {}
             for gang in unplaced.values():
                 await self._note_pods(gang)
+
+    def _requeue(self) -> None:
+        """Put what was being written back with the changes to write."""
+        writing, self._writing = self._writing, deque()
+        for key, item in writing:
+            self._dirty.setdefault(key, item)  # (a newer change already there wins)
+
+    def status_backlog(self) -> int:
+        """Group status changes not written yet (they are written behind bindings)."""
+        return len(self._dirty) + len(self._writing)
 
     async def _write(self, key: tuple[str, str], item: Gang | PodGroupInfo) -> None:
         gang = item if isinstance(item, Gang) else None
@@ -271,6 +284,7 @@ class KubeReporter:
         written by the deadline stays dirty, and the next leader writes every status that
         differs from what it reads."""
         deadline = time.monotonic() + seconds
+        self._requeue()  # (what ``run_status`` was writing when it was cancelled)
         dirty, self._dirty = self._dirty, {}
         items = list(dirty.items())
         while items and time.monotonic() < deadline:

@@ -71,6 +71,7 @@ async def test_status_endpoints_and_graceful_stop() -> None:
                 "gang_events_posted_total",
                 "gang_events_dropped_total 0.0",
                 "gang_status_writes_total",
+                "gang_status_backlog",
                 "gang_pod_condition_writes_total",
                 "gang_leader 1.0",
             ):
