@@ -84,7 +84,8 @@ def table(results: list[BenchResult]) -> str:
         if r.pods_bound:
             writes = r.status_writes + r.pod_condition_writes + r.events_posted
             lines.append(
-                f"  writes besides bindings: {r.status_writes} status patches, "
+                f"  writes besides bindings: {r.status_writes} status patches "
+                f"({r.status_backlog} more waiting), "
                 f"{r.pod_condition_writes} pod conditions, {r.events_posted} Events "
                 f"({writes / r.pods_bound:.2f} per bound pod); bindings in flight at the end: "
                 f"{r.bind_concurrency_limit}"

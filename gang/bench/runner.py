@@ -93,6 +93,8 @@ class BenchResult:
     status_writes: int = 0
     events_posted: int = 0
     pod_condition_writes: int = 0
+    #: group status changes not yet written at the last binding (they go behind bindings)
+    status_backlog: int = 0
     #: bindings in flight the scheduler allowed itself at the end (bind_concurrency: auto)
     bind_concurrency_limit: int = 0
     scheduler_peak_rss_mb: float = 0.0
@@ -498,6 +500,7 @@ class Driver:
             cpu_end = _cpu_seconds(sched_ps)
             workers_end = _children_cpu_seconds(sched_ps)
             result.status_writes = int(await _metric(port, "gang_status_writes_total"))
+            result.status_backlog = int(await _metric(port, "gang_status_backlog"))
             result.events_posted = int(await _metric(port, "gang_events_posted_total"))
             result.pod_condition_writes = int(
                 await _metric(port, "gang_pod_condition_writes_total")

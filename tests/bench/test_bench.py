@@ -128,6 +128,9 @@ def test_end_to_end_small_run(tmp_path: Path) -> None:
     assert "start-up: first binding" in table([result])
     # what it wrote besides bindings while binding, and the bindings it allowed in flight
     assert result.status_writes >= 0 and result.events_posted >= 0
+    # every bound gang's group status changed: written by the last binding, or still waiting
+    assert result.status_writes + result.status_backlog > 0
+    assert "more waiting)" in table([result])
     assert result.pod_condition_writes >= 0
     assert 4 <= result.bind_concurrency_limit <= 512
     assert "writes besides bindings" in table([result]) and " pod conditions, " in table([result])
