@@ -204,8 +204,10 @@ class KubeReporter:
             self._dirty.setdefault(key, item)  # (a newer change already there wins)
 
     def status_backlog(self) -> int:
-        """Group status changes not written yet (they are written behind bindings)."""
-        return len(self._dirty) + len(self._writing)
+        """Groups whose status change is not written yet (written behind bindings); one
+        changed again while its write waits counts once."""
+        dirty = self._dirty
+        return len(dirty) + sum(1 for key, _ in self._writing if key not in dirty)
 
     async def _write(self, key: tuple[str, str], item: Gang | PodGroupInfo) -> None:
         gang = item if isinstance(item, Gang) else None
