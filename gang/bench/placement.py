@@ -24,6 +24,7 @@ from gang.models.settings import ScoreWeights
 from gang.models.topologyapis import HOSTNAME, TopologyConstraint
 from gang.scheduling.placement import Placement, Placer
 from gang.sim.nodespec import BLOCK_LABEL, RACK_LABEL, node_objects, parse_pools
+from gang.sim.pods import DEFAULT_TOLERATIONS
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import parse_pod
 
@@ -69,6 +70,9 @@ def placement_ms(
                 },
                 "spec": {
                     "schedulerName": "gang-scheduler",
+                    # as the API server admits every pod: members then share parsed
+                    # constraints only if parsing makes them share
+                    "tolerations": [dict(t) for t in DEFAULT_TOLERATIONS],
                     **rules_spec("g", rules or []),
                     "containers": [
                         {
