@@ -4,6 +4,8 @@ several profiles, and a misbehaving plugin fails only its own gang, named in the
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from gang.sim.cluster import SimCluster
@@ -19,6 +21,21 @@ from tests.scheduler.conftest import (
 from tests.scheduler.plugins_for_tests import Recorder
 
 TEST_PLUGINS = "tests.scheduler.plugins_for_tests"
+
+
+def with_test_plugins(
+    nodes: str, names: Sequence[str], plugin_args: dict[str, Any] | None = None, **config: Any
+) -> AbstractAsyncContextManager[Env]:
+    """``gang_env`` with the test plugins ``names`` loaded and enabled, in this order, in the
+    scheduler's one profile (with ``plugin_args``, if any)."""
+    profile: dict[str, Any] = {
+        "scheduler_name": "gang-scheduler",
+        "plugins": {"enabled": [{"name": name} for name in names]},
+    }
+    if plugin_args:
+        profile["plugin_args"] = plugin_args
+    paths = [f"{TEST_PLUGINS}:{name}" for name in names]
+    return gang_env(nodes, plugin_paths=paths, profiles=[profile], **config)
 
 
 async def _placement_with(profile: dict[str, Any], plugin_paths: list[str]) -> str:
@@ -133,43 +150,26 @@ async def only_the_bomb_fails(env: Env, bomb: dict[str, Any], plugin: str, error
 
 
 async def test_failing_and_slow_plugins_fail_only_their_gang() -> None:
-    profile = {
-        "scheduler_name": "gang-scheduler",
-        "plugins": {"enabled": [{"name": "Exploding"}, {"name": "SleepyScore"}]},
-        "plugin_args": {"SleepyScore": {"delay": 0.0}},
-    }
-    paths = [f"{TEST_PLUGINS}:Exploding", f"{TEST_PLUGINS}:SleepyScore"]
-    async with gang_env(
-        "2:gpu=8", plugin_paths=paths, profiles=[profile], plugin_budget_seconds=0.2
+    async with with_test_plugins(
+        "2:gpu=8",
+        ["Exploding", "SleepyScore"],
+        {"SleepyScore": {"delay": 0.0}},
+        plugin_budget_seconds=0.2,
     ) as env:
         bomb = gang_pod("bomb", None, gpu=1, labels={"explode": "yes"})
         await only_the_bomb_fails(env, bomb, "Exploding", "RuntimeError: boom")
 
 
 async def test_a_static_filter_that_raises_fails_only_its_gang() -> None:
-    profile = {
-        "scheduler_name": "gang-scheduler",
-        "plugins": {"enabled": [{"name": "ExplodingStatic"}]},
-    }
-    async with gang_env(
-        "2:gpu=8", plugin_paths=[f"{TEST_PLUGINS}:ExplodingStatic"], profiles=[profile]
-    ) as env:
+    async with with_test_plugins("2:gpu=8", ["ExplodingStatic"]) as env:
         bomb = gang_pod("bomb", None, gpu=1)
         bomb["spec"]["tolerations"] = [{"key": "explode", "operator": "Exists"}]
         await only_the_bomb_fails(env, bomb, "ExplodingStatic", "RuntimeError: static boom")
 
 
 async def test_plugin_over_its_budget_is_named() -> None:
-    profile = {
-        "scheduler_name": "gang-scheduler",
-        "plugins": {"enabled": [{"name": "SleepyScore"}]},
-        "plugin_args": {"SleepyScore": {"delay": 0.3}},
-    }
-    async with gang_env(
-        "1:gpu=8",
-        plugin_paths=[f"{TEST_PLUGINS}:SleepyScore"],
-        profiles=[profile],
-        plugin_budget_seconds=0.1,
+    async with with_test_plugins(
+        "1:gpu=8", ["SleepyScore"], {"SleepyScore": {"delay": 0.3}}, plugin_budget_seconds=0.1
     ) as env:
         await env.api.create_pods([gang_pod("p", None, gpu=1)])
 
@@ -221,21 +221,8 @@ async def test_hanging_bind_plugin_is_cancelled_at_its_budget() -> None:
 
 async def test_reserve_refusal_unreserves_in_reverse_and_permit_deny_releases() -> None:
     Recorder.log.clear()
-    profile = {
-        "scheduler_name": "gang-scheduler",
-        "plugins": {
-            "enabled": [
-                {"name": "Recorder"},
-                {"name": "SecondRecorder"},
-                {"name": "Refuser"},
-                {"name": "DenyLabelled"},
-            ]
-        },
-    }
-    paths = [
-        f"{TEST_PLUGINS}:{n}" for n in ("Recorder", "SecondRecorder", "Refuser", "DenyLabelled")
-    ]
-    async with gang_env("2:gpu=8", plugin_paths=paths, profiles=[profile]) as env:
+    names = ["Recorder", "SecondRecorder", "Refuser", "DenyLabelled"]
+    async with with_test_plugins("2:gpu=8", names) as env:
         api = env.api
         await api.create_pods([gang_pod("refused", None, gpu=1, labels={"refuse": "yes"})])
 
@@ -272,13 +259,7 @@ async def test_a_post_filter_sees_the_cluster_as_the_cycle_began_not_the_failed_
     """Three 8-GPU nodes, one with 4 GPUs taken: two of three 6-GPU members fit before the
     third does not. The PostFilter is shown the 20 GPUs free, not the 8 the failed try left
     of its snapshot."""
-    profile = {
-        "scheduler_name": "gang-scheduler",
-        "plugins": {"enabled": [{"name": "FreeGPUsNote"}]},
-    }
-    async with gang_env(
-        "3:gpu=8", plugin_paths=[f"{TEST_PLUGINS}:FreeGPUsNote"], profiles=[profile]
-    ) as env:
+    async with with_test_plugins("3:gpu=8", ["FreeGPUsNote"]) as env:
         await env.api.create_pods([gang_pod("busy", None, gpu=4, scheduler="default-scheduler")])
         await env.api.bind("busy", "node-00002")
         await env.api.create_podgroup(podgroup("three", 3))
