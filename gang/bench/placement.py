@@ -66,7 +66,12 @@ def placement_ms(
                     "name": f"m-{i:03d}",
                     "namespace": "bench",
                     "uid": f"u{i}",
-                    "labels": {"scheduling.x-k8s.io/pod-group": "g"},
+                    # each with its index, as a training operator, an indexed Job or a
+                    # LeaderWorkerSet labels its pods
+                    "labels": {
+                        "scheduling.x-k8s.io/pod-group": "g",
+                        "training.kubeflow.org/replica-index": str(i),
+                    },
                 },
                 "spec": {
                     "schedulerName": "gang-scheduler",

@@ -155,11 +155,24 @@ class RuleAwarePlugin(Plugin, Protocol):
     pods' inter-pod affinity terms (the snapshot is the same for a run of twins): the placer
     then asks it once for a run of members that are such twins (a gang's members usually are),
     not once per member, and asks no plugin at all for the twins when every rule-aware plugin
-    of the profile answers so."""
+    of the profile answers so.
+
+    Such a plugin may also say which pod labels its answer can read, with
+    ``relevance_label_keys(snap, pods) -> Collection[str] | None``: the label keys ``relevant``
+    may read for any of ``pods`` on ``snap`` (None: any key). Its twins then need the same
+    labels on those keys only, so the members of an indexed Job, a Kubeflow job or a
+    LeaderWorkerSet, which differ in an index label, keep its answer while nothing it reads
+    selects by that label. Without the method every label counts."""
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         """False if, for ``pod`` on ``snap`` with ``placed``, this plugin passes every node and
         scores every node alike: the placer then skips it. True whenever unsure."""
+
+
+def reads_no_labels(plugin: object, snap: Snapshot, pods: Sequence[PodInfo]) -> frozenset[str]:
+    """``relevance_label_keys`` of a plugin whose relevance reads no pod label (set it as the
+    class's method)."""
+    return frozenset()
 
 
 def same_template(before: PodInfo, pod: PodInfo) -> bool:
@@ -167,14 +180,18 @@ def same_template(before: PodInfo, pod: PodInfo) -> bool:
     just before it: the same namespace, labels and controller, the same constraints and rules
     (by identity: parsing shares them between the members of a template, and a stand-in for a
     member not created yet gets rules of its own), and ``before`` joining ``placed`` added no
-    affinity term."""
+    affinity term. ``same_but_labels`` asks it all but the labels (``gang.scheduling.twins``)."""
+    return same_but_labels(before, pod) and pod.labels == before.labels
+
+
+def same_but_labels(before: PodInfo, pod: PodInfo) -> bool:
+    """``same_template`` but for the labels."""
     return (
         pod.rules is before.rules
         and pod.constraints is before.constraints
         and not pod.rules.pod_affinity
         and pod.namespace == before.namespace
         and pod.controller == before.controller
-        and pod.labels == before.labels
     )
 
 

@@ -146,6 +146,16 @@ class InterPodAffinity:
             return False  # nobody states a rule about other pods
         return next(_terms_selecting(pod, snap, placed, self._memo), None) is not None
 
+    def relevance_label_keys(self, snap: Snapshot, pods: Sequence[PodInfo]) -> set[str]:
+        """The keys the selectors of the placed pods' terms and of ``pods``' own terms read:
+        no other label decides whether a term selects a pod."""
+        keys = set(snap.pods.term_label_keys)
+        own = {id(p.rules.pod_affinity): p.rules.pod_affinity for p in pods}
+        for affinity in own.values():
+            for _, _, term in _own_terms(affinity):
+                keys |= term.selector.keys_read()
+        return keys
+
     def scores_for(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         """Preferred terms of its own, or other pods' terms that weigh on it (their required
         affinity at the hard weight, their preferences); required anti-affinity is not scored."""

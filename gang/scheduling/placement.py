@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -65,7 +65,7 @@ from gang.scheduling.framework import (
     call,
     reason_counts,
     rejected_by,
-    same_template,
+    same_but_labels,
     scores_for,
 )
 from gang.scheduling.plugins import (
@@ -78,6 +78,7 @@ from gang.scheduling.plugins import (
 )
 from gang.scheduling.predicates import host_port_key, summarize
 from gang.scheduling.topologyfit import Chosen, Leader, choose, choose_with_leader
+from gang.scheduling.twins import LabelReads, PluginsByReads
 from gang.state.cache import Snapshot
 from gang.state.journal import FreeOrigin, RowJournal, intact_origin
 from gang.state.podinfo import Constraints, PodInfo
@@ -93,6 +94,7 @@ from gang.state.resources import (
 from gang.state.topology import DomainTree
 
 Key = tuple[str, str]
+_NOTHING: frozenset[object] = frozenset()
 Mask = npt.NDArray[np.bool_]
 Ports = dict[int, Counter[tuple[str, str, int]]]
 MAX_DOMAIN_TRIES = 8
@@ -271,6 +273,7 @@ class Placer:
         self._by_template = frozenset(
             p for p in self._rule_aware if getattr(p, "relevance_by_template", False)
         )
+        self._by_reads = PluginsByReads.of(self._by_template)
         #: every other Filter and Score plugin judges a node by its own state only (the
         #: built-ins do), so placing a member changes nothing but the chosen node's verdict
         self._incremental = all(
@@ -762,9 +765,10 @@ class Placer:
         previous: _Previous | None = None
         relevance: tuple[PodInfo, frozenset[object]] | None = None  # the last member's skips
         rule_aware: frozenset[object] = frozenset(self._rule_aware)
+        labels = LabelReads(self._by_reads, snap, lambda: (*pods, *(m for m, _ in placed)))
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
-            skip = self._skipped(pod, snap, placed, relevance)
+            skip = self._skipped(pod, snap, placed, relevance, labels)
             relevance = (pod, skip)
             active = [p for p in self._rule_aware if p not in skip]
             signature = (pod.constraints, pod.rules, vec.tobytes())
@@ -1083,24 +1087,30 @@ class Placer:
         snap: Snapshot,
         placed: Sequence[Placed],
         last: tuple[PodInfo, frozenset[object]] | None = None,
+        labels: LabelReads | None = None,
     ) -> frozenset[object]:
         """The rule-aware plugins that judge every node alike for ``pod`` now. ``last``: the
-        member placed just before it on ``snap`` and what was skipped for it; a plugin that
-        answers per template (``relevance_by_template``) is not asked again for its twin."""
+        member placed just before it on ``snap`` and what was skipped for it. A plugin that
+        answers per template (``relevance_by_template``) is not asked again for its twin: a
+        member of the same template whose labels differ, if at all, in none of the keys its
+        relevance reads (``labels``; an index label, as a Job's pods carry)."""
         if not self._rule_aware:
-            return frozenset()
-        kept = last[1] if last is not None and same_template(last[0], pod) else None
-        if kept is not None and len(self._by_template) == len(self._rule_aware):
-            return kept  # a twin, and every plugin answers per template (the built-ins do)
+            return _NOTHING
+        kept: frozenset[object] = _NOTHING
+        reused: Collection[object] = ()  # the plugins whose answer for ``last`` holds
+        if last is not None and same_but_labels(last[0], pod):
+            before, kept = last
+            if pod.labels == before.labels:
+                reused = self._by_template
+            elif labels is not None:
+                reused = labels.holding(before, pod)
+            if len(reused) == len(self._rule_aware):
+                return kept  # every plugin answers per template (the built-ins do)
         try:  # asked for every member: not timed (a relevance check is a lookup)
             return frozenset(
                 p
                 for p in self._rule_aware
-                if (
-                    p in kept
-                    if kept is not None and p in self._by_template
-                    else not p.relevant(pod, snap, placed)
-                )
+                if (p in kept if p in reused else not p.relevant(pod, snap, placed))
             )
         except Exception:  # name the plugin, through the guarded path
             for p in self._rule_aware:

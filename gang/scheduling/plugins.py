@@ -32,6 +32,7 @@ from gang.scheduling.framework import (
     Scores,
     StaticFilterPlugin,
     Wait,
+    reads_no_labels,
     rejected_by,
 )
 from gang.scheduling.gang import Gang
@@ -159,6 +160,7 @@ class _NodeLabelScore:
     once per template and node-set version for every row, then read per candidate."""
 
     relevance_by_template: ClassVar[bool] = True
+    relevance_label_keys = reads_no_labels  # the template and the nodes only
 
     def __init__(self) -> None:
         self._rows: dict[tuple[object, int], Scores] = {}

@@ -139,6 +139,15 @@ class PodTopologySpread:
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(self.constraints(pod, snap)[0])
 
+    def relevance_label_keys(self, snap: Snapshot, pods: Sequence[PodInfo]) -> set[str]:
+        """What the Services select by, in the namespaces of those of ``pods`` stating no
+        spread of their own: whether such a pod gets default constraints depends on its labels
+        through them only (a controller's selector is its controller's, whatever its labels)."""
+        if self.defaulting_type != SYSTEM and not self.default_constraints:
+            return set()
+        namespaces = {p.namespace for p in pods if not p.rules.spread}
+        return {key for ns in namespaces for key in snap.selecting.label_keys_read(ns)}
+
     def scores_for(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         constraints = self.constraints(pod, snap)[0]
         return any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in constraints)

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gang.scheduling import predicates
-from gang.scheduling.framework import Mask, NodeFilterInput, Placed
+from gang.scheduling.framework import Mask, NodeFilterInput, Placed, reads_no_labels
 from gang.state.cache import ClusterCache, Snapshot
 from gang.state.nodefacts import NodeFacts
 from gang.state.podinfo import NodeSelectorTerm, PodInfo
@@ -169,6 +169,7 @@ class VolumeBinding:
     name: str = "VolumeBinding"
     #: relevant by the pod's claims (its rules) alone
     relevance_by_template: ClassVar[bool] = True
+    relevance_label_keys = reads_no_labels
     _last: tuple[object, npt.NDArray[np.bool_]] | None = field(default=None, repr=False)
     _masks: dict[tuple[object, int], Mask] = field(default_factory=dict, repr=False)
     #: volumes chosen by a PreBind in flight (claim → volume), so two never take one
@@ -400,6 +401,7 @@ class VolumeZone:
     name = "VolumeZone"
     #: relevant by the pod's claims (its rules) alone
     relevance_by_template: ClassVar[bool] = True
+    relevance_label_keys = reads_no_labels
 
     def __init__(self) -> None:
         #: per volume zone labels and node-set version: the rows that may use the volume
@@ -458,6 +460,7 @@ class NodeVolumeLimits:
     name = "NodeVolumeLimits"
     #: relevant by the pod's claims (its rules) and the snapshot's CSI limits alone
     relevance_by_template: ClassVar[bool] = True
+    relevance_label_keys = reads_no_labels
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(pod.rules.claims) and bool(snap.volumes.csi_limits)

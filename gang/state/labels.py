@@ -113,6 +113,12 @@ class LabelSelector:
             return False
         return all(requirement.matches(labels) for requirement in self.requirements)
 
+    def keys_read(self) -> frozenset[str]:
+        """The label keys whose values decide whether it matches (none for ``nothing``)."""
+        if self.nothing:
+            return frozenset()
+        return frozenset(requirement.key for requirement in self.requirements)
+
     def index_keys(self) -> list[tuple[str, str]] | None:
         """The label pairs of the most selective ``In`` requirement: every matching object
         carries one of them. ``None`` when no requirement narrows the search."""

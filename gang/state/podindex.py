@@ -65,6 +65,9 @@ class PodIndex:
     term_anywhere: set[TermKey] = field(default_factory=set)
     #: how many distinct terms weigh on a score (every kind but required anti-affinity)
     scored_terms: int = 0
+    #: label key → how many distinct terms of ``term_nodes`` have a selector reading it: the
+    #: only pod labels inter-pod affinity can tell pods apart by (a key at 0 is deleted)
+    term_label_keys: Counter[str] = field(default_factory=Counter)
     #: node → the pods there that mount claims (for per-node volume limits)
     with_claims: dict[str, dict[Key, IndexedPod]] = field(default_factory=dict)
 
@@ -102,6 +105,7 @@ class PodIndex:
             if nodes is None:
                 nodes = self.term_nodes[term_key] = Counter()
                 self.scored_terms += term_key[0] != REQUIRED_ANTI
+                self.term_label_keys.update(term_key[2].selector.keys_read())
                 pairs = term_key[2].selector.index_keys()
                 if pairs is None:
                     self.term_anywhere.add(term_key)
@@ -130,6 +134,12 @@ class PodIndex:
             if not nodes:
                 del self.term_nodes[term_key]
                 self.scored_terms -= term_key[0] != REQUIRED_ANTI
+                for label_key in term_key[2].selector.keys_read():
+                    left = self.term_label_keys[label_key] - 1
+                    if left:
+                        self.term_label_keys[label_key] = left
+                    else:
+                        del self.term_label_keys[label_key]
                 pairs = term_key[2].selector.index_keys()
                 self.term_anywhere.discard(term_key)
                 for pair in pairs or ():

@@ -34,10 +34,12 @@ class SelectorCatalog:
     _answers: dict[
         tuple[str, frozenset[tuple[str, str]], tuple[str, str] | None], LabelSelector | None
     ] = field(default_factory=dict)
+    #: label_keys_read's answers by namespace; emptied with ``_answers``
+    _keys_read: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
         """Apply an informer object (kind: Service or a controller kind); True if it changed."""
-        self._answers.clear()
+        self._forget_answers()
         meta = raw.get("metadata")
         meta = meta if isinstance(meta, Mapping) else {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -66,11 +68,24 @@ class SelectorCatalog:
         return changed
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
-        self._answers.clear()
+        self._forget_answers()
         if kind == "Service":
             self.services.get(namespace, {}).pop(name, None)
         else:
             self.controllers.pop((kind, namespace, name), None)
+
+    def _forget_answers(self) -> None:
+        self._answers.clear()
+        self._keys_read.clear()
+
+    def label_keys_read(self, namespace: str) -> frozenset[str]:
+        """The pod label keys the default selector of a pod in ``namespace`` depends on: those
+        its Services select by (a controller's selector is merged whatever the pod's labels)."""
+        found = self._keys_read.get(namespace)
+        if found is None:
+            selectors = self.services.get(namespace, {}).values()
+            found = self._keys_read[namespace] = frozenset(k for s in selectors for k in s)
+        return found
 
     def default_selector(
         self, namespace: str, labels: Mapping[str, str], controller: tuple[str, str] | None

@@ -241,17 +241,25 @@ async def test_pods_behind_a_service_are_spread_by_kube_scheduler_s_defaults() -
         assert len({placed[f"batch-{i}"] for i in range(4)}) == 1
 
 
+@pytest.mark.parametrize("indexed", [False, True], ids=["same-labels", "replica-index"])
 async def test_a_gang_of_twins_is_judged_once_as_the_api_server_admits_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, indexed: bool
 ) -> None:
     """The API server adds the not-ready/unreachable tolerations to every pod, so no two
     members arrive with the same objects; parsed, twins still share their constraints, and
-    the placer asks the rule-aware plugins about the first member of the gang only."""
+    the placer asks the rule-aware plugins about the first member of the gang only. So too
+    when each member carries its index, as the Kubeflow training operator labels them
+    (``indexed``): nothing selects by it."""
     asked = asked_inter_pod_affinity(monkeypatch)
     async with gang_env("4:gpu=8,cpu=64,memory=512Gi") as env:
         names = [f"twins-{i}" for i in range(6)]
-        labels = {"app": "twins"}
-        await env.api.create_pods([gang_pod(n, "twins", gpu=1, labels=labels) for n in names])
+
+        def labels(i: int) -> dict[str, str]:
+            index = {"training.kubeflow.org/replica-index": str(i)} if indexed else {}
+            return {"app": "twins", **index}
+
+        pods = [gang_pod(n, "twins", gpu=1, labels=labels(i)) for i, n in enumerate(names)]
+        await env.api.create_pods(pods)
 
         async def all_known() -> bool:  # every member seen before the group: no stand-ins
             gang = find_gang(env.scheduler, "default", "twins")

@@ -645,6 +645,30 @@ def test_host_ports_are_tracked_per_node_and_released() -> None:
     assert cache.snapshot().used_ports == {}
 
 
+def test_the_label_keys_placed_pods_terms_read_are_counted_per_distinct_term() -> None:
+    """``term_label_keys``: the label keys some placed pod's affinity term selects by (what the
+    twin test compares members on), counted once per distinct term, gone with its last pod."""
+
+    def stating(name: str, *requirements: dict[str, Any]) -> PodInfo:
+        term = {"labelSelector": {"matchExpressions": list(requirements)}, "topologyKey": "h"}
+        anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        return make_pod(name).container(cpu="1").spec(nodeName="n1", affinity=anti).info()
+
+    index = ClusterCache().pods_by_label
+    app = {"key": "app", "operator": "In", "values": ["a"]}
+    rank = {"key": "rank", "operator": "Exists"}
+    index.add(stating("a", app), "n1")
+    index.add(stating("b", app), "n1")  # the same term: counted once
+    index.add(stating("c", app, rank), "n1")
+    assert index.term_label_keys == {"app": 2, "rank": 1}
+    index.remove(("default", "c"))
+    assert index.term_label_keys == {"app": 1}
+    index.remove(("default", "a"))
+    assert index.term_label_keys == {"app": 1}  # b still states it
+    index.remove(("default", "b"))
+    assert not index.term_label_keys
+
+
 def test_check_detects_drift() -> None:
     cache = ClusterCache()
     cache.upsert_node(make_node("n1"))

@@ -22,6 +22,7 @@ from gang.scheduling.framework import Budgets, same_template
 from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.scheduling.plugins import default_node_filters
+from gang.scheduling.twins import PluginsByReads
 from gang.sim.pods import DEFAULT_TOLERATIONS
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import PodInfo
@@ -37,6 +38,10 @@ def _selecting(app: str) -> dict[str, Any]:
     return {"labelSelector": {"matchLabels": {"app": app}}}
 
 
+#: the index label a Job's, a Kubeflow job's or a LeaderWorkerSet's members differ in
+INDEX = "training.kubeflow.org/replica-index"
+
+
 #: what a pod may state about other pods (by app label), or nothing
 RULES: list[dict[str, Any]] = [
     {},
@@ -46,7 +51,21 @@ RULES: list[dict[str, Any]] = [
         {"weight": 50, "podAffinityTerm": {**_selecting("b"), "topologyKey": ZONE}}]}},
     {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 20, "podAffinityTerm": {**_selecting("c"), "topologyKey": HOST}}]}},
+    {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {INDEX: "1"}}, "topologyKey": HOST}]}},
+    {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 70, "podAffinityTerm": {"topologyKey": ZONE, "labelSelector": {
+            "matchExpressions": [{"key": INDEX, "operator": "In", "values": ["0", "2"]}]}}}]}},
 ]  # fmt: skip
+#: Services a namespace may hold (their selectors give pods System default spreading), by the
+#: labels they select: none, the app, a member's index (the training operator's per-replica
+#: Service), both
+SERVICES: list[list[dict[str, str]]] = [
+    [],
+    [{"app": "a"}],
+    [{INDEX: "0"}],
+    [{"app": "b", INDEX: "2"}],
+]
 SPREAD = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
            "labelSelector": {"matchLabels": {"app": "b"}}}]  # fmt: skip
 
@@ -54,10 +73,15 @@ apps = st.sampled_from(["a", "b", "c"])
 kinds = st.tuples(apps, st.integers(0, len(RULES) - 1), st.booleans(), st.integers(1, 2))
 
 
-def _pod(name: str, app: str, rule: int, spread: bool, gpus: int, node: str = "") -> PodInfo:
+def _pod(
+    name: str, app: str, rule: int, spread: bool, gpus: int, node: str = "", index: str = ""
+) -> PodInfo:
     """A pod as the API server admits it: with the not-ready/unreachable tolerations that it
-    adds to every pod (so each is parsed into constraints of its own before interning)."""
+    adds to every pod (so each is parsed into constraints of its own before interning).
+    ``index``: its value of the index label (none when empty)."""
     builder = make_pod(name).container(cpu="500m", gpu=gpus).label("app", app)
+    if index:
+        builder.label(INDEX, index)
     builder.spec(schedulerName="gang-scheduler", tolerations=copy.deepcopy(DEFAULT_TOLERATIONS))
     if RULES[rule]:
         builder.spec(affinity=RULES[rule])
@@ -80,23 +104,35 @@ def _answer(result: Placement | Unplaceable) -> object:
     st.lists(st.tuples(kinds, st.integers(0, 100)), max_size=12),
     st.lists(st.tuples(kinds, st.integers(1, 4)), min_size=1, max_size=4),
     st.booleans(),
+    st.booleans(),
+    st.integers(0, len(SERVICES) - 1),
 )
 def test_twins_share_relevance_without_changing_the_placement(
     shape: list[tuple[int, int]],
     existing: list[tuple[tuple[str, int, bool, int], int]],
     runs: list[tuple[tuple[str, int, bool, int], int]],
     spread_scores: bool,
+    indexed: bool,
+    services: int,
 ) -> None:
+    """``indexed``: the members of a run differ in an index label, which the other pods' terms
+    and the namespace's Services may select by, or not."""
     cache = ClusterCache()
+    for i, selector in enumerate(SERVICES[services]):
+        meta = {"namespace": "default", "name": f"svc-{i}"}
+        cache.selecting.upsert("Service", {"metadata": meta, "spec": {"selector": selector}})
     for i, (zone, gpus) in enumerate(shape):
         cache.upsert_node(
             make_node(f"n{i}", cpu="16", zone=f"z{zone}", extra={"nvidia.com/gpu": gpus})
         )
     for i, ((app, rule, spread, _), at) in enumerate(existing):
-        cache.upsert_pod(_pod(f"e{i}", app, rule, spread, 1, node=f"n{at % len(shape)}"))
+        node, index = f"n{at % len(shape)}", str(at % 3) if indexed else ""
+        cache.upsert_pod(_pod(f"e{i}", app, rule, spread, 1, node=node, index=index))
     # runs of twins, one kind after another (a kind may come back after another run)
     members = [
-        _pod(f"m{r}-{i}", *kind) for r, (kind, count) in enumerate(runs) for i in range(count)
+        _pod(f"m{r}-{i}", *kind, index=str(i % 3) if indexed else "")
+        for r, (kind, count) in enumerate(runs)
+        for i in range(count)
     ]
     for pod in members:
         cache.index.vector(pod.requests)
@@ -104,6 +140,7 @@ def test_twins_share_relevance_without_changing_the_placement(
     sharing = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
     asking = Placer(cache.index, weights, ZONE, budgets=UNTIMED)
     asking._by_template = frozenset()  # every plugin asked for every member
+    asking._by_reads = PluginsByReads.of(())
     got = sharing.place(cache.snapshot(), members, len(members))
     want = asking.place(cache.snapshot(), members, len(members))
     assert _answer(got) == _answer(want)
@@ -144,16 +181,87 @@ def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyP
     assert asked == ["m-0"]
 
 
-def test_a_member_that_differs_only_in_labels_is_asked_again() -> None:
-    """Two members with no rules of their own share every parsed object but their labels. A pod
-    on the fullest node forbids the second one's label there: the first member's answer (the
-    rule does not concern it) must not be reused for the second."""
+@pytest.mark.parametrize("differing", ["app", "index"])
+def test_a_member_that_differs_in_a_label_a_term_selects_by_is_asked_again(
+    differing: str,
+) -> None:
+    """Two members with no rules of their own share every parsed object but one label, which a
+    pod on the fullest node selects with its anti-affinity: the first member's answer (the rule
+    does not concern it) must not be reused for the second. ``differing``: the app label, or
+    the index label (the term then selects the second member by its index)."""
     cache = ClusterCache()
     for i in range(3):
         cache.upsert_node(make_node(f"n{i}", cpu="16", zone="z0", extra={"nvidia.com/gpu": 8}))
-    cache.upsert_pod(_pod("e0", "c", 1, False, 4, node="n0"))  # anti-affinity to "a" on n0
-    first, second = _pod("m-0", "b", 0, False, 1), _pod("m-1", "a", 0, False, 1)
+    if differing == "app":
+        cache.upsert_pod(_pod("e0", "c", 1, False, 4, node="n0"))  # anti-affinity to "a" on n0
+        first, second = _pod("m-0", "b", 0, False, 1), _pod("m-1", "a", 0, False, 1)
+    else:
+        cache.upsert_pod(_pod("e0", "c", 4, False, 4, node="n0"))  # anti-affinity to index 1
+        first, second = (
+            _pod("m-0", "b", 0, False, 1, index="0"),
+            _pod("m-1", "b", 0, False, 1, index="1"),
+        )
     assert first.rules is second.rules and not same_template(first, second)
+    for pod in (first, second):
+        cache.index.vector(pod.requests)
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)  # packs: n0 first
+    result = placer.place(cache.snapshot(), [first, second], 2)
+    assert isinstance(result, Placement)
+    assert result.assignments[first.key] == "n0"
+    assert result.assignments[second.key] != "n0"
+
+
+def test_members_differing_in_an_index_label_nothing_selects_by_are_twins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Kubeflow job's workers: one template, each with its own replica index. Pods around
+    state anti-affinity to the app, a Service selects the job's pods by app: nothing reads the
+    index, so InterPodAffinity is asked about the first member only, and the rule still holds
+    for every member."""
+    cache = ClusterCache()
+    for i in range(12):
+        cache.upsert_node(
+            make_node(f"n{i}", cpu="16", zone=f"z{i % 2}", extra={"nvidia.com/gpu": 8})
+        )
+    for i in range(4):
+        cache.upsert_pod(_pod(f"e{i}", "c", 1, False, 1, node=f"n{i}"))  # anti-affinity to "a"
+    service = {
+        "metadata": {"namespace": "default", "name": "job"},
+        "spec": {"selector": {"app": "a"}},
+    }
+    cache.selecting.upsert("Service", service)
+    members = [_pod(f"m-{i}", "a", 0, False, 1, index=str(i)) for i in range(8)]
+    assert not any(same_template(a, b) for a, b in itertools.pairwise(members))
+    for pod in members:
+        cache.index.vector(pod.requests)
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
+    asked = asked_inter_pod_affinity(monkeypatch)
+    result = placer.place(cache.snapshot(), members, 8)
+    assert isinstance(result, Placement)
+    assert not {f"n{i}" for i in range(4)} & set(result.assignments.values())
+    assert asked == ["m-0"]
+
+
+def test_a_member_a_service_selects_by_its_index_is_spread_as_selected() -> None:
+    """The training operator's per-replica Service selects one member by its index, which gives
+    that member kube-scheduler's default spreading (System defaults) and the one before it
+    none. Pods of that index already crowd the fullest node: the selected member must be
+    judged on its own and go elsewhere, not take the first member's "spreading does not
+    matter" and pack beside it."""
+    cache = ClusterCache()
+    for i in range(3):
+        cache.upsert_node(make_node(f"n{i}", cpu="16", zone="z0", extra={"nvidia.com/gpu": 8}))
+    for i in range(4):
+        cache.upsert_pod(_pod(f"e{i}", "c", 0, False, 1, node="n0", index="1"))
+    service = {
+        "metadata": {"namespace": "default", "name": "w-1"},
+        "spec": {"selector": {INDEX: "1"}},
+    }
+    cache.selecting.upsert("Service", service)
+    first, second = (
+        _pod("m-0", "b", 0, False, 1, index="0"),
+        _pod("m-1", "b", 0, False, 1, index="1"),
+    )
     for pod in (first, second):
         cache.index.vector(pod.requests)
     placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)  # packs: n0 first

@@ -50,3 +50,19 @@ def test_only_replicaset_statefulset_and_replicationcontroller_owners_count() ->
     owned = catalog.default_selector("ml", LABELS, ("ReplicaSet", "rs"))
     assert owned is not None and set(owned.requirements) == {_in(k, v) for k, v in LABELS.items()}
     assert catalog.default_selector("ml", LABELS, ("Job", "rs")) is None
+
+
+def test_the_label_keys_a_namespace_s_services_read_follow_its_services() -> None:
+    """What the twin test asks (``label_keys_read``): the keys a pod's default selector could
+    depend on, per namespace, kept in step as Services come, change and go."""
+    catalog = SelectorCatalog()
+    assert catalog.label_keys_read("ml") == frozenset()
+    catalog.upsert("Service", _service("ml", "train", {"app": "train"}))
+    catalog.upsert("Service", _service("other", "w-0", {"replica-index": "0"}))
+    assert catalog.label_keys_read("ml") == {"app"}
+    catalog.upsert("Service", _service("ml", "w-0", {"app": "train", "replica-index": "0"}))
+    assert catalog.label_keys_read("ml") == {"app", "replica-index"}
+    catalog.remove("Service", "ml", "w-0")
+    assert catalog.label_keys_read("ml") == {"app"}
+    catalog.upsert("Service", {"metadata": {"namespace": "ml", "name": "train"}, "spec": {}})
+    assert catalog.label_keys_read("ml") == frozenset()

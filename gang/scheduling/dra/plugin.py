@@ -44,7 +44,7 @@ import numpy as np
 from gang.kube.transport import KubeError
 from gang.models.dra import ResourceClaim, ResourceSlice
 from gang.scheduling.dra.allocator import AllocationError, Allocator, SelectorMemo, reaches
-from gang.scheduling.framework import Mask, NodeFilterInput, Placed
+from gang.scheduling.framework import Mask, NodeFilterInput, Placed, reads_no_labels
 from gang.state.cache import ClusterCache, Snapshot
 from gang.state.dra import (
     CLAIMS,
@@ -193,6 +193,7 @@ class DynamicResources:
     #: relevant by the pod's device claims (its rules) alone: a placeholder, the one pod it
     #: skips, has rules of its own, so is never a member's twin
     relevance_by_template: ClassVar[bool] = True
+    relevance_label_keys = reads_no_labels
     #: per snapshot: the plans of the members placed so far, by (pod, row) prefix
     _plans: dict[tuple[object, ...], _Plan | None] = field(default_factory=dict, repr=False)
     #: the snapshot and catalog version the plans are for (the snapshot itself is held, so
