@@ -119,8 +119,7 @@ def test_twins_share_relevance_without_changing_the_placement(
     and the namespace's Services may select by, or not."""
     cache = ClusterCache()
     for i, selector in enumerate(SERVICES[services]):
-        meta = {"namespace": "default", "name": f"svc-{i}"}
-        cache.selecting.upsert("Service", {"metadata": meta, "spec": {"selector": selector}})
+        cache.selecting.upsert("Service", _service(f"svc-{i}", selector))
     for i, (zone, gpus) in enumerate(shape):
         cache.upsert_node(
             make_node(f"n{i}", cpu="16", zone=f"z{zone}", extra={"nvidia.com/gpu": gpus})
@@ -159,9 +158,14 @@ def asked_inter_pod_affinity(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asked
 
 
-def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("indexed", [False, True], ids=["same-labels", "replica-index"])
+def test_a_run_of_twins_asks_inter_pod_affinity_once(
+    monkeypatch: pytest.MonkeyPatch, indexed: bool
+) -> None:
     """Eight members of one template, among pods whose anti-affinity selects them: the plugin is
-    asked about the first member only, and still keeps them off the forbidding pods' nodes."""
+    asked about the first member only, and still keeps them off the forbidding pods' nodes.
+    ``indexed``: the members are a Kubeflow job's workers, each with its own replica index, and
+    a Service selects them by app; nothing reads the index, so they are twins still."""
     cache = ClusterCache()
     for i in range(12):
         cache.upsert_node(
@@ -169,8 +173,10 @@ def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyP
         )
     for i in range(4):
         cache.upsert_pod(_pod(f"e{i}", "c", 1, False, 1, node=f"n{i}"))  # anti-affinity to "a"
-    members = [_pod(f"m-{i}", "a", 0, False, 1) for i in range(8)]
-    assert all(same_template(a, b) for a, b in itertools.pairwise(members))
+    if indexed:
+        cache.selecting.upsert("Service", _service("job", {"app": "a"}))
+    members = [_pod(f"m-{i}", "a", 0, False, 1, index=str(i) if indexed else "") for i in range(8)]
+    assert all(same_template(a, b) != indexed for a, b in itertools.pairwise(members))
     for pod in members:
         cache.index.vector(pod.requests)
     placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
@@ -179,6 +185,29 @@ def test_a_run_of_twins_asks_inter_pod_affinity_once(monkeypatch: pytest.MonkeyP
     assert isinstance(result, Placement)
     assert not {f"n{i}" for i in range(4)} & set(result.assignments.values())
     assert asked == ["m-0"]
+
+
+def _service(name: str, selector: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"namespace": "default", "name": name}, "spec": {"selector": selector}}
+
+
+def _three_nodes() -> ClusterCache:
+    cache = ClusterCache()
+    for i in range(3):
+        cache.upsert_node(make_node(f"n{i}", cpu="16", zone="z0", extra={"nvidia.com/gpu": 8}))
+    return cache
+
+
+def _first_packs_onto_n0_and_second_goes_elsewhere(
+    cache: ClusterCache, first: PodInfo, second: PodInfo
+) -> None:
+    for pod in (first, second):
+        cache.index.vector(pod.requests)
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)  # packs: n0 first
+    result = placer.place(cache.snapshot(), [first, second], 2)
+    assert isinstance(result, Placement)
+    assert result.assignments[first.key] == "n0"
+    assert result.assignments[second.key] != "n0"
 
 
 @pytest.mark.parametrize("differing", ["app", "index"])
@@ -189,9 +218,7 @@ def test_a_member_that_differs_in_a_label_a_term_selects_by_is_asked_again(
     pod on the fullest node selects with its anti-affinity: the first member's answer (the rule
     does not concern it) must not be reused for the second. ``differing``: the app label, or
     the index label (the term then selects the second member by its index)."""
-    cache = ClusterCache()
-    for i in range(3):
-        cache.upsert_node(make_node(f"n{i}", cpu="16", zone="z0", extra={"nvidia.com/gpu": 8}))
+    cache = _three_nodes()
     if differing == "app":
         cache.upsert_pod(_pod("e0", "c", 1, False, 4, node="n0"))  # anti-affinity to "a" on n0
         first, second = _pod("m-0", "b", 0, False, 1), _pod("m-1", "a", 0, False, 1)
@@ -202,44 +229,7 @@ def test_a_member_that_differs_in_a_label_a_term_selects_by_is_asked_again(
             _pod("m-1", "b", 0, False, 1, index="1"),
         )
     assert first.rules is second.rules and not same_template(first, second)
-    for pod in (first, second):
-        cache.index.vector(pod.requests)
-    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)  # packs: n0 first
-    result = placer.place(cache.snapshot(), [first, second], 2)
-    assert isinstance(result, Placement)
-    assert result.assignments[first.key] == "n0"
-    assert result.assignments[second.key] != "n0"
-
-
-def test_members_differing_in_an_index_label_nothing_selects_by_are_twins(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A Kubeflow job's workers: one template, each with its own replica index. Pods around
-    state anti-affinity to the app, a Service selects the job's pods by app: nothing reads the
-    index, so InterPodAffinity is asked about the first member only, and the rule still holds
-    for every member."""
-    cache = ClusterCache()
-    for i in range(12):
-        cache.upsert_node(
-            make_node(f"n{i}", cpu="16", zone=f"z{i % 2}", extra={"nvidia.com/gpu": 8})
-        )
-    for i in range(4):
-        cache.upsert_pod(_pod(f"e{i}", "c", 1, False, 1, node=f"n{i}"))  # anti-affinity to "a"
-    service = {
-        "metadata": {"namespace": "default", "name": "job"},
-        "spec": {"selector": {"app": "a"}},
-    }
-    cache.selecting.upsert("Service", service)
-    members = [_pod(f"m-{i}", "a", 0, False, 1, index=str(i)) for i in range(8)]
-    assert not any(same_template(a, b) for a, b in itertools.pairwise(members))
-    for pod in members:
-        cache.index.vector(pod.requests)
-    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
-    asked = asked_inter_pod_affinity(monkeypatch)
-    result = placer.place(cache.snapshot(), members, 8)
-    assert isinstance(result, Placement)
-    assert not {f"n{i}" for i in range(4)} & set(result.assignments.values())
-    assert asked == ["m-0"]
+    _first_packs_onto_n0_and_second_goes_elsewhere(cache, first, second)
 
 
 def test_a_member_a_service_selects_by_its_index_is_spread_as_selected() -> None:
@@ -248,27 +238,13 @@ def test_a_member_a_service_selects_by_its_index_is_spread_as_selected() -> None
     none. Pods of that index already crowd the fullest node: the selected member must be
     judged on its own and go elsewhere, not take the first member's "spreading does not
     matter" and pack beside it."""
-    cache = ClusterCache()
-    for i in range(3):
-        cache.upsert_node(make_node(f"n{i}", cpu="16", zone="z0", extra={"nvidia.com/gpu": 8}))
+    cache = _three_nodes()
     for i in range(4):
         cache.upsert_pod(_pod(f"e{i}", "c", 0, False, 1, node="n0", index="1"))
-    service = {
-        "metadata": {"namespace": "default", "name": "w-1"},
-        "spec": {"selector": {INDEX: "1"}},
-    }
-    cache.selecting.upsert("Service", service)
-    first, second = (
-        _pod("m-0", "b", 0, False, 1, index="0"),
-        _pod("m-1", "b", 0, False, 1, index="1"),
-    )
-    for pod in (first, second):
-        cache.index.vector(pod.requests)
-    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)  # packs: n0 first
-    result = placer.place(cache.snapshot(), [first, second], 2)
-    assert isinstance(result, Placement)
-    assert result.assignments[first.key] == "n0"
-    assert result.assignments[second.key] != "n0"
+    cache.selecting.upsert("Service", _service("w-1", {INDEX: "1"}))
+    first = _pod("m-0", "b", 0, False, 1, index="0")
+    second = _pod("m-1", "b", 0, False, 1, index="1")
+    _first_packs_onto_n0_and_second_goes_elsewhere(cache, first, second)
 
 
 def test_a_run_of_twins_asks_no_rule_aware_plugin_after_the_first(
