@@ -42,9 +42,15 @@ from gang.scheduling.framework import (
 )
 from gang.scheduling.placedmemo import PlacedMemo
 from gang.state.cache import Snapshot
-from gang.state.podindex import PREFERRED, PREFERRED_ANTI, REQUIRED, REQUIRED_ANTI
+from gang.state.podindex import (
+    PREFERRED,
+    PREFERRED_ANTI,
+    REQUIRED,
+    REQUIRED_ANTI,
+    affinity_terms,
+)
 from gang.state.podinfo import PodInfo
-from gang.state.podrules import AffinityTerm, PodAffinity
+from gang.state.podrules import AffinityTerm
 
 REASON_EXISTING_ANTI: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_AFFINITY: Final = "node(s) didn't match pod affinity rules"
@@ -87,7 +93,9 @@ def _terms_selecting(
         yield kind, weight, term, rows
     # members of one template share their terms: each distinct term is matched once
     grouped = memo.groups(
-        placed, "terms", lambda m, row: [(t, (row, 1)) for t in _own_terms(m.rules.pod_affinity)]
+        placed,
+        "terms",
+        lambda m, row: [(t, (row, 1)) for t in affinity_terms(m.rules.pod_affinity)],
     )
     for (kind, weight, term), rows in grouped.items():  # type: ignore[misc]
         if term.matches(pod.namespace, pod.labels, ns_labels):
@@ -97,19 +105,6 @@ def _terms_selecting(
 def _states_scored_terms(pod: PodInfo) -> bool:
     affinity = pod.rules.pod_affinity
     return bool(affinity.required or affinity.preferred or affinity.preferred_anti)
-
-
-def _own_terms(affinity: PodAffinity) -> Iterator[tuple[str, int, AffinityTerm]]:
-    if not affinity:
-        return
-    for term in affinity.required:
-        yield REQUIRED, 1, term
-    for term in affinity.required_anti:
-        yield REQUIRED_ANTI, 1, term
-    for weighted in affinity.preferred:
-        yield PREFERRED, weighted.weight, weighted.term
-    for weighted in affinity.preferred_anti:
-        yield PREFERRED_ANTI, weighted.weight, weighted.term
 
 
 def _per_domain(
@@ -152,7 +147,7 @@ class InterPodAffinity:
         keys = set(snap.pods.term_label_keys)
         own = {id(p.rules.pod_affinity): p.rules.pod_affinity for p in pods}
         for affinity in own.values():
-            for _, _, term in _own_terms(affinity):
+            for _, _, term in affinity_terms(affinity):
                 keys |= term.selector.keys_read()
         return keys
 

@@ -30,7 +30,8 @@ class LabelReads:
     #: asked once a pass, when labels first differ (None until then)
     _keys: dict[object, frozenset[str]] | None
     _union: frozenset[str]
-    #: the plugins that say what they read: their answers hold unless a key they read differs
+    #: the plugins that say what they read (none, or the keys asked): their answers hold
+    #: unless a key they read differs
     _saying: frozenset[object]
     #: the keys two members' labels differ in → the plugins whose answer holds; a run of
     #: indexed members differs in the same key each time
@@ -60,7 +61,7 @@ class LabelReads:
                 if read is not None:
                     keys[plugin] = read
             self._union = frozenset().union(*keys.values())
-            self._saying = self._plugins.saying.union(keys)
+            self._saying = self._plugins.reading_none.union(keys)
             self._holding = {}
         labels, earlier = pod.labels, before.labels
         if all(labels.get(key) == earlier.get(key) for key in self._union):
@@ -68,7 +69,7 @@ class LabelReads:
         differing = frozenset({key for key, _ in labels.items() ^ earlier.items()})
         found = self._holding.get(differing)
         if found is None:
-            found = self._holding[differing] = self._plugins.saying.union(
+            found = self._holding[differing] = self._plugins.reading_none.union(
                 p for p, read in keys.items() if differing.isdisjoint(read)
             )
         return found
@@ -77,10 +78,10 @@ class LabelReads:
 @dataclass(frozen=True, slots=True)
 class PluginsByReads:
     """A profile's plugins that answer per template, by what they say of the labels their
-    relevance reads: ``saying`` none (``reads_no_labels``), ``asked`` to be asked (the others;
-    one without ``relevance_label_keys`` may read any)."""
+    relevance reads: ``reading_none`` say they read none (``reads_no_labels``), ``asked`` are
+    asked which (one without ``relevance_label_keys`` may read any)."""
 
-    saying: frozenset[object]
+    reading_none: frozenset[object]
     asked: tuple[object, ...]
 
     @classmethod

@@ -100,7 +100,7 @@ class PodIndex:
             self.with_claims.setdefault(node, {})[pod.key] = pod
         if self.labels_indexed:
             self._index_labels(pod)
-        for term_key in _terms(pod.affinity) if pod.affinity else ():
+        for term_key in affinity_terms(pod.affinity) if pod.affinity else ():
             nodes = self.term_nodes.get(term_key)
             if nodes is None:
                 nodes = self.term_nodes[term_key] = Counter()
@@ -126,7 +126,7 @@ class PodIndex:
             for pair in pod.labels.items():
                 _discard(self.by_label, pair, key)
                 _discard(self.by_key, pair[0], key)
-        for term_key in _terms(pod.affinity):
+        for term_key in affinity_terms(pod.affinity):
             nodes = self.term_nodes[term_key]
             nodes[pod.node] -= 1
             if nodes[pod.node] <= 0:
@@ -211,7 +211,8 @@ def _discard(index: dict[Any, dict[Key, IndexedPod]], at: Any, key: Key) -> None
             del index[at]
 
 
-def _terms(affinity: PodAffinity) -> Iterator[TermKey]:
+def affinity_terms(affinity: PodAffinity) -> Iterator[TermKey]:
+    """A pod's own terms, each with its kind and weight (1 for required terms)."""
     if not affinity:
         return
     for term in affinity.required:
