@@ -30,6 +30,7 @@ from gang.scheduling.predicates import (
 from gang.state.cache import ClusterCache, Snapshot
 from gang.state.podinfo import PodInfo
 from tests.unit.test_cache import GPU, ZONE, make_info, make_node
+from tests.unit.test_placement_twins import UNTIMED
 from tests.unit.test_podinfo import make_pod
 
 Key = tuple[str, str]
@@ -201,7 +202,8 @@ def test_the_failure_histogram_counted_by_plugin_is_the_one_counted_node_by_node
             cache.upsert_pod(make_info(f"b{i}", node=f"n{i}", host_port=80, scheduler="x"))
     requests = {"cpu": str(cpu), "memory": f"{memory}Gi"} | ({"gpu": str(gpu)} if gpu else {})
     pod = make_info("p", host_port=80 if port else None, **requests)
-    placer = Placer(cache.index, ScoreWeights(), ZONE)
+    # untimed: a stalled machine must not turn a plugin's time budget into a failed case
+    placer = Placer(cache.index, ScoreWeights(), ZONE, budgets=UNTIMED)
     snap = snapshot(cache, [pod])
     expected, rejected = per_node_histogram(placer, snap, pod)
     result = placer.place(snap, [pod], 1, ())
