@@ -51,6 +51,7 @@ from gang.bench.workload import (
     pods,
     preemptor_gang,
     queue_objects,
+    services,
 )
 from gang.models.podgroup import (
     POD_GROUP_GROUP,
@@ -622,19 +623,23 @@ class Driver:
         group_path = (
             f"/apis/{POD_GROUP_GROUP}/{POD_GROUP_VERSION}/namespaces/{NAMESPACE}/{POD_GROUP_PLURAL}"
         )
+        service_path = f"/api/v1/namespaces/{NAMESPACE}/services"
 
-        async def one(body: Obj, is_pod: bool) -> None:
+        async def one(body: Obj, path: str) -> None:
             async with limit:
-                await cluster.create(pod_path if is_pod else group_path, body)
+                await cluster.create(path, body)
 
-        if with_groups:
-            await asyncio.gather(*(one(podgroup(g), False) for g in gangs))
+        if with_groups:  # (and the Services: both outlive the pods a ceiling run recreates)
+            await asyncio.gather(
+                *(one(podgroup(g), group_path) for g in gangs),
+                *(one(s, service_path) for g in gangs for s in services(g, shape or self.config)),
+            )
         now = asyncio.get_running_loop().time()
         for start in range(0, len(gangs), 50):
             batch = gangs[start : start + 50]
             await asyncio.gather(
                 *(
-                    one(p, True)
+                    one(p, pod_path)
                     for g in batch
                     for p in pods(g, shape or self.config, node_selector=self.node_selector)
                 )

@@ -23,6 +23,14 @@ from gang.sim.latency import parse_latency
 
 NAMESPACE = "bench"
 Rule = Literal["one-per-node", "zone-spread"]
+#: the Services around the workload: none, or one per member as the v1 training operator makes
+Services = Literal["none", "per-replica"]
+#: the v1 training operator's pod labels (kubeflow/common's constants); its per-replica Service
+#: selects a member by all four
+OPERATOR_NAME_LABEL: Final = "training.kubeflow.org/operator-name"
+JOB_NAME_LABEL: Final = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL: Final = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL: Final = "training.kubeflow.org/replica-index"
 HOSTNAME: Final = "kubernetes.io/hostname"
 ZONE: Final = "topology.kubernetes.io/zone"
 
@@ -64,6 +72,11 @@ class BenchConfig(BaseModel):
     queues: int = Field(default=0, ge=0)
     #: placement rules every member states against its own gang
     rules: list[Rule] = Field(default_factory=list)
+    #: "per-replica": every member carries the v1 training operator's labels and a headless
+    #: Service of its own selects it by them, as that operator's TFJob, MXJob, PaddleJob and
+    #: XGBoostJob controllers make one per replica (System default spreading then asks about
+    #: every member, among as many Services as pods)
+    services: Services = "none"
     #: after the workload is bound, a gang of this many members at a higher priority than
     #: every workload gang arrives and must preempt (0: no such phase)
     preemptor: int = Field(default=0, ge=0)
@@ -204,10 +217,38 @@ def pods(
         spec["nodeSelector"] = dict(node_selector)
     spec.update(rules_spec(gang.name, config.rules))
     members = member_pods(gang.name, gang.size, spec)
-    if gang.queue:
-        for pod in members:
-            pod["metadata"]["labels"] = {**pod["metadata"]["labels"], KAI_QUEUE_LABEL: gang.queue}
+    for i, pod in enumerate(members):
+        labels = pod["metadata"]["labels"]
+        if gang.queue:
+            labels = {**labels, KAI_QUEUE_LABEL: gang.queue}
+        if config.services == "per-replica":
+            labels = {**labels, **replica_labels(gang.name, i)}
+        pod["metadata"]["labels"] = labels
     return members
+
+
+def replica_labels(job: str, index: int) -> dict[str, str]:
+    """What the v1 training operator labels a worker with (``GenLabels`` plus its replica)."""
+    return {
+        OPERATOR_NAME_LABEL: "tfjob-controller",
+        JOB_NAME_LABEL: job,
+        REPLICA_TYPE_LABEL: "worker",
+        REPLICA_INDEX_LABEL: str(index),
+    }
+
+
+def services(gang: GangSpec, config: BenchConfig) -> list[dict[str, Any]]:
+    """The Services around ``gang``'s members: for "per-replica", the headless Service the
+    training operator makes per replica (``CreateNewService``), named and labelled as it does."""
+    if config.services != "per-replica":
+        return []
+    out = []
+    for i in range(gang.size):
+        selector = replica_labels(gang.name, i)
+        meta = {"name": f"{gang.name}-worker-{i}", "namespace": NAMESPACE, "labels": selector}
+        spec = {"clusterIP": "None", "selector": selector}
+        out.append({"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec})
+    return out
 
 
 def member_pods(

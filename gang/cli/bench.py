@@ -46,6 +46,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(comma-separated)",
     )
     bench.add_argument(
+        "--services",
+        choices=("none", "per-replica"),
+        help="Services around the workload: per-replica labels every member as the v1 training "
+        "operator does and gives each its own headless Service selecting it (default: none)",
+    )
+    bench.add_argument(
         "--topology",
         metavar="ASK",
         help="with --placement: the gang asks for topology levels over the nodes' blocks and "
@@ -153,6 +159,13 @@ def command(args: argparse.Namespace) -> int:
     if args.placement:
         from gang.bench.placement import placement_ms
 
+        if args.services:
+            print(
+                "gang bench: --services applies to end-to-end runs, not --placement",
+                file=sys.stderr,
+            )
+            return 2
+
         sizes = (args.gang_sizes or "64-64").split("-")
         nodes = shaped(args.nodes or "5000")
         rules = args.rules.split(",") if args.rules else []
@@ -196,6 +209,7 @@ def command(args: argparse.Namespace) -> int:
         ("rate", args.rate),
         ("seed", args.seed),
         ("rules", args.rules.split(",") if args.rules else None),
+        ("services", args.services),
         ("preemptor", args.preemptor),
         ("preemptor_gpus", args.preemptor_gpus),
         ("gpus_per_pod", args.gpus_per_pod),
@@ -265,6 +279,7 @@ _NOT_FOR_STREAMS = (
     "html",
     "placement",
     "rules",
+    "services",
     "preemptor",
     "preemptor_gpus",
     "gpus_per_pod",

@@ -57,6 +57,7 @@ from gang.state.podrules import (
     SpreadConstraint,
     parse_spread,
 )
+from gang.state.selecting import SelectorCatalog
 
 REASON_MISSING_LABEL: Final = (
     "node(s) didn't match pod topology spread constraints (missing required label)"
@@ -101,6 +102,11 @@ class PodTopologySpread:
     #: relevant for a pod by its own or its controller's default constraints
     relevance_by_template: ClassVar[bool] = True
     _last: tuple[object, npt.NDArray[np.int8]] | None = field(default=None, repr=False)
+    #: the last selected pod's default constraints, with the catalog and its generation they
+    #: came from (each member is asked about four times: relevance, Filter, scoring, Score)
+    _defaulted: tuple[PodInfo, SelectorCatalog, int, tuple[SpreadConstraint, ...]] | None = field(
+        default=None, repr=False
+    )
     _memo: PlacedMemo = field(default_factory=PlacedMemo, repr=False)
     #: (constraints, node-set version, policy) → rows passing the node inclusion policy
     _included: dict[tuple[Constraints, int, str], Mask] = field(default_factory=dict, repr=False)
@@ -120,10 +126,19 @@ class PodTopologySpread:
         defaults = SYSTEM_DEFAULTS if self.defaulting_type == SYSTEM else self.default_constraints
         if not defaults:
             return (), False
-        selector = snap.selecting.default_selector(pod.namespace, pod.labels, pod.controller)
-        if selector is None:
+        catalog = snap.selecting
+        last = self._defaulted
+        if (
+            last is not None
+            and last[0] is pod
+            and last[1] is catalog
+            and last[2] == catalog.generation
+        ):
+            return last[3], self.defaulting_type != SYSTEM
+        selector = catalog.default_selector(pod.namespace, pod.labels, pod.controller)
+        if selector is None:  # (answered at once where nothing could select it: not kept)
             return (), False
-        return tuple(
+        found = tuple(
             SpreadConstraint(
                 c.max_skew,
                 c.topology_key,
@@ -134,7 +149,9 @@ class PodTopologySpread:
                 c.node_taints_policy,
             )
             for c in defaults
-        ), self.defaulting_type != SYSTEM
+        )
+        self._defaulted = (pod, catalog, catalog.generation, found)
+        return found, self.defaulting_type != SYSTEM
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(self.constraints(pod, snap)[0])
@@ -287,8 +304,12 @@ class PodTopologySpread:
                 all_keys &= snap.domains(c.topology_key).ids >= 0
         for c in soft:
             domains = snap.domains(c.topology_key)
-            slots = domains.slots  # a node without the key sits in the last, "" slot
+            labelled = domains.ids[cand] >= 0  # a node without the key scores nothing here
             rows = self._matching_rows(snap, s.placed, pod, c)
+            if not rows:  # every count is 0 (a per-replica Service's pod, a gang's first)
+                raw += np.where(labelled, float(c.max_skew - 1), 0.0)
+                continue
+            slots = domains.slots  # a node without the key sits in the last, "" slot
             if c.topology_key == HOSTNAME:
                 size = len(scored)
                 counted = snap.valid
@@ -301,7 +322,6 @@ class PodTopologySpread:
                 counted = all_keys & self._inclusion(snap, pod, c) & tracked[slots]
             counts = domains.count(rows, where=counted)
             weight = float(np.log(size + 2))
-            labelled = domains.ids[cand] >= 0  # a node without the key scores nothing here
             raw += np.where(labelled, counts[slots[cand]] * weight + (c.max_skew - 1), 0.0)
         raw = np.floor(raw + 0.5)  # Go's math.Round for non-negative values
         raw[ignored] = np.nan

@@ -4,8 +4,8 @@ Why this exists: pod affinity, anti-affinity and topology spread all ask "which 
 labels?", for every member of a gang against every pod in the cluster. A selector is parsed once
 per pod template into a :class:`LabelSelector` (hashable, so templates that share one share every
 computation keyed on it) and answers :meth:`LabelSelector.matches` without touching JSON.
-:meth:`LabelSelector.index_keys` tells the pod index which label pairs a matching pod must carry,
-so a lookup starts from the few pods that could match instead of all of them.
+:meth:`LabelSelector.index_keys` tells the pod index which label pairs a matching term's
+selector needs, so an incoming pod is matched against the few terms that could select it.
 
 Semantics are apimachinery's ``LabelSelectorAsSelector``: ``matchLabels`` and
 ``matchExpressions`` are ANDed; an empty selector matches everything, an absent (nil) one

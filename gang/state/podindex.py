@@ -4,8 +4,8 @@ Why this exists: inter-pod affinity is kube-scheduler's slowest plugin because e
 the pods of every node. Here a check is a lookup instead:
 
 - ``by_label[(key, value)]`` holds the pods carrying that label, so a selector starts from the
-  pods of its most selective ``In`` requirement (:meth:`LabelSelector.index_keys`), not from all
-  pods; only selectors made of ``NotIn`` / ``Exists`` / ``DoesNotExist`` fall back to a scan.
+  pods of the requirement that the fewest placed pods satisfy (counted in these maps), not from
+  all pods; only selectors made of ``NotIn`` / ``DoesNotExist`` fall back to a scan.
   It is built when the first selector is asked about, and kept from then on: a cluster where no
   pod states a pod-affinity or spread rule never asks, and indexing every placed pod's labels
   twice was about a twentieth of the scheduler's samples in a profile of such a cluster;
@@ -171,17 +171,37 @@ class PodIndex:
             self.labels_indexed = True
             for pod in self.pods.values():
                 self._index_labels(pod)
-        pairs = selector.index_keys()
-        groups: list[dict[Key, IndexedPod]]
-        if pairs is not None:
-            groups = [self.by_label.get(pair, {}) for pair in pairs]
-        else:  # an Exists requirement narrows to the pods with that key; else every pod
-            keys = [r.key for r in selector.requirements if r.operator == "Exists"]
-            groups = [min((self.by_key.get(k, {}) for k in keys), key=len)] if keys else [self.pods]
+        groups = self._narrowest(selector)
         for group in groups:
             for pod in group.values():
                 if selector.matches(pod.labels):
                     yield pod
+
+    def _narrowest(self, selector: LabelSelector) -> list[dict[Key, IndexedPod]]:
+        """The fewest pods a match must be among: those of the ``In`` requirement whose label
+        pairs the fewest placed pods carry (an ``Exists`` one's key if fewer still), else
+        every pod. Counted, not guessed from the selector: the selectors of per-replica
+        Services read a label every pod of the namespace carries (``group-name``) beside the
+        one only a few do (the job's name), and starting from the first would visit them all."""
+        best: list[dict[Key, IndexedPod]] = [self.pods]
+        fewest = len(self.pods)
+        for requirement in selector.requirements:
+            if requirement.operator == "In":
+                groups = [
+                    self.by_label.get((requirement.key, value), _EMPTY)
+                    for value in sorted(requirement.values)
+                ]
+                size = sum(len(group) for group in groups)
+            elif requirement.operator == "Exists":
+                groups = [self.by_key.get(requirement.key, _EMPTY)]
+                size = len(groups[0])
+            else:
+                continue
+            if size < fewest:
+                best, fewest = groups, size
+                if not size:
+                    break
+        return best
 
     def terms_selecting(
         self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
@@ -201,6 +221,9 @@ class PodIndex:
 
     def has_terms(self) -> bool:
         return bool(self.term_nodes)
+
+
+_EMPTY: dict[Key, IndexedPod] = {}
 
 
 def _discard(index: dict[Any, dict[Key, IndexedPod]], at: Any, key: Key) -> None:

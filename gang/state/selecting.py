@@ -6,6 +6,13 @@ whose selector is not written anywhere: it is the union of the selectors of the 
 select the pod and of its controlling ReplicaSet, StatefulSet or ReplicationController
 (``helper.DefaultSelector``). A pod nobody selects gets no default constraint. The informers
 feed this catalog so the spread plugin can derive the same selector.
+
+kube-scheduler matches every Service of the namespace against the pod. Here the Services are
+indexed by the label keys their selectors read, then by those labels' values: the Services that
+select a pod are found by projecting its labels onto each key set, one lookup a key set. Operators
+stamp their Services from one shape (the v1 training operator makes a Service per replica, all
+selecting by job name, replica type and index), so a namespace has a few key sets however many
+Services it holds, and a pod of a job costs the same among ten Services or ten thousand.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ Key = tuple[str, str]
 CONTROLLER_KINDS: Final = ("ReplicaSet", "StatefulSet", "ReplicationController")
 #: default selectors remembered at most (a label set each; emptied when full)
 MAX_ANSWERS: Final = 4096
+#: a Service selector's label keys (sorted), and a pod's values for them
+KeySet = tuple[str, ...]
+Values = tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -29,6 +39,10 @@ class SelectorCatalog:
     services: dict[str, dict[str, Mapping[str, str]]] = field(default_factory=dict)
     #: (kind, namespace, name) → the controller's selector
     controllers: dict[tuple[str, str, str], LabelSelector] = field(default_factory=dict)
+    #: namespace → a selector's keys → their values → the Services selecting exactly those
+    #: pairs. Invariant: holds exactly the selectors of ``services`` (kept by ``_index`` and
+    #: ``_unindex``); no map in it is empty
+    _by_keys: dict[str, dict[KeySet, dict[Values, set[str]]]] = field(default_factory=dict)
     #: default_selector's answers by (namespace, labels, controller); emptied by every change
     #: to a Service or controller (asked for every member of every gang, changed rarely)
     _answers: dict[
@@ -36,10 +50,12 @@ class SelectorCatalog:
     ] = field(default_factory=dict)
     #: label_keys_read's answers by namespace; emptied with ``_answers``
     _keys_read: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: counts the changes to what selects pods: an answer remembered elsewhere holds while
+    #: this is what it was
+    generation: int = 0
 
     def upsert(self, kind: str, raw: Mapping[str, Any]) -> bool:
         """Apply an informer object (kind: Service or a controller kind); True if it changed."""
-        self._forget_answers()
         meta = raw.get("metadata")
         meta = meta if isinstance(meta, Mapping) else {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -47,14 +63,23 @@ class SelectorCatalog:
         spec = spec if isinstance(spec, Mapping) else {}
         selector = spec.get("selector")
         if kind == "Service":
-            in_namespace = self.services.setdefault(namespace, {})
-            before = in_namespace.get(name)
-            if not isinstance(selector, Mapping):
-                in_namespace.pop(name, None)
-                return before is not None
-            clean = {k: v for k, v in selector.items() if isinstance(k, str) and isinstance(v, str)}
-            in_namespace[name] = clean
-            return before != clean
+            before = self.services.get(namespace, {}).get(name)
+            clean = (
+                {k: v for k, v in selector.items() if isinstance(k, str) and isinstance(v, str)}
+                if isinstance(selector, Mapping)
+                else None
+            )
+            if clean == before:
+                return False
+            self._forget_answers()
+            if before is not None:
+                self._unindex(namespace, name, before)
+            if clean is not None:
+                self.services.setdefault(namespace, {})[name] = clean
+                self._by_keys.setdefault(namespace, {}).setdefault(
+                    tuple(sorted(clean)), {}
+                ).setdefault(tuple(v for _, v in sorted(clean.items())), set()).add(name)
+            return True
         if kind == "ReplicationController":  # a plain map, like a Service's
             parsed = _from_map(selector)
         else:
@@ -63,18 +88,43 @@ class SelectorCatalog:
             except SelectorError:
                 parsed = NOTHING
         key = (kind, namespace, name)
-        changed = self.controllers.get(key) != parsed
+        if self.controllers.get(key) == parsed:
+            return False
+        self._forget_answers()
         self.controllers[key] = parsed
-        return changed
+        return True
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
-        self._forget_answers()
-        if kind == "Service":
-            self.services.get(namespace, {}).pop(name, None)
-        else:
-            self.controllers.pop((kind, namespace, name), None)
+        if kind != "Service":
+            if self.controllers.pop((kind, namespace, name), None) is not None:
+                self._forget_answers()
+            return
+        before = self.services.get(namespace, {}).get(name)
+        if before is not None:
+            self._forget_answers()
+            self._unindex(namespace, name, before)
+
+    def _unindex(self, namespace: str, name: str, selector: Mapping[str, str]) -> None:
+        """Drop a Service from ``services`` and ``_by_keys``, and the maps it leaves empty."""
+        in_namespace = self.services[namespace]
+        del in_namespace[name]
+        if not in_namespace:
+            del self.services[namespace]
+        by_keys = self._by_keys[namespace]
+        keys = tuple(sorted(selector))
+        by_values = by_keys[keys]
+        values = tuple(v for _, v in sorted(selector.items()))
+        names = by_values[values]
+        names.discard(name)
+        if not names:
+            del by_values[values]
+            if not by_values:
+                del by_keys[keys]
+                if not by_keys:
+                    del self._by_keys[namespace]
 
     def _forget_answers(self) -> None:
+        self.generation += 1
         self._answers.clear()
         self._keys_read.clear()
 
@@ -83,8 +133,8 @@ class SelectorCatalog:
         its Services select by (a controller's selector is merged whatever the pod's labels)."""
         found = self._keys_read.get(namespace)
         if found is None:
-            selectors = self.services.get(namespace, {}).values()
-            found = self._keys_read[namespace] = frozenset(k for s in selectors for k in s)
+            key_sets = self._by_keys.get(namespace, {})
+            found = self._keys_read[namespace] = frozenset(k for keys in key_sets for k in keys)
         return found
 
     def default_selector(
@@ -108,9 +158,13 @@ class SelectorCatalog:
         self, namespace: str, labels: Mapping[str, str], controller: tuple[str, str] | None
     ) -> LabelSelector | None:
         merged: dict[str, str] = {}
-        for selector in self.services.get(namespace, {}).values():
-            if all(labels.get(k) == v for k, v in selector.items()):
-                merged.update(selector)
+        for keys, by_values in self._by_keys.get(namespace, {}).items():
+            try:
+                values = tuple([labels[k] for k in keys])
+            except KeyError:
+                continue  # the pod lacks a key these Services select by
+            if values in by_values:
+                merged.update(zip(keys, values, strict=True))
         requirements = [Requirement(k, "In", frozenset((v,))) for k, v in sorted(merged.items())]
         owner = self._owner(namespace, controller)
         if owner is not None and not owner.nothing:

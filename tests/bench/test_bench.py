@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kubernetes_validate
 import orjson
 import pytest
 from pydantic import ValidationError
@@ -14,7 +15,8 @@ from gang.bench.ceiling import assign, segments
 from gang.bench.placement import placement_ms
 from gang.bench.report import html_report, table
 from gang.bench.runner import BenchResult, _overcommitted, _percentile, result_json, run_bench
-from gang.bench.workload import BenchConfig, plan, pods
+from gang.bench.workload import REPLICA_INDEX_LABEL, BenchConfig, plan, pods, services
+from tests.test_manifests import K8S_VERSION
 
 
 def test_plan_is_deterministic_and_sized() -> None:
@@ -171,6 +173,43 @@ def test_the_ceiling_binder_assigns_first_fit_and_splits_into_segments() -> None
     plan, unplaced = assign(nodes, pods)
     assert [node for _, _, node in plan] == ["n0", "n0", "n1", "n1"] and unplaced == 1
     assert [len(part) for part in segments(list(range(10)), [64, 128, 256])] == [4, 3, 3]
+
+
+def test_per_replica_services_select_each_member_alone_as_the_training_operator_s_do() -> None:
+    """``services: per-replica``: the v1 training operator's labels on every member and one
+    headless Service per member selecting it by them (``CreateNewService``), valid objects."""
+    config = BenchConfig(pods=24, min_gang=8, max_gang=8, services="per-replica")
+    for gang in plan(config):
+        members, around = pods(gang, config), services(gang, config)
+        assert len(around) == len(members) == 8
+        for index, service in enumerate(around):
+            kubernetes_validate.validate(service, K8S_VERSION, strict=True)
+            selector = service["spec"]["selector"]
+            chosen = [
+                p["metadata"]["name"]
+                for p in members
+                if selector.items() <= p["metadata"]["labels"].items()
+            ]
+            assert chosen == [f"{gang.name}-{index:03d}"]
+            assert (
+                selector[REPLICA_INDEX_LABEL] == str(index)
+                and service["spec"]["clusterIP"] == "None"
+            )
+    assert services(gang, BenchConfig()) == []
+
+
+def test_a_run_among_per_replica_services_binds_every_gang() -> None:
+    config = BenchConfig(
+        nodes="20:gpu=8,cpu=64,memory=512Gi,zones=2",
+        pods=48,
+        min_gang=8,
+        max_gang=8,
+        timeout_seconds=60,
+        services="per-replica",
+        ceiling_levels=[],
+    )
+    result = run_bench(config, progress=False)
+    assert result.pods_bound == 48 and result.gangs_bound == 6 and result.invariants_hold
 
 
 def test_a_workload_larger_than_the_cluster_reports_what_fit() -> None:

@@ -669,6 +669,37 @@ def test_the_label_keys_placed_pods_terms_read_are_counted_per_distinct_term() -
     assert not index.term_label_keys
 
 
+def test_a_selector_starts_from_its_requirement_the_fewest_placed_pods_meet() -> None:
+    """A per-replica Service's selector reads a label every pod of the operator carries
+    (``group-name``) beside the job's name: the lookup visits the job's pods, not all of them,
+    whichever requirement comes first."""
+    cache = ClusterCache()
+    cache.upsert_node(make_node("n0", cpu="64"))
+    for job in range(20):
+        for index in range(4):
+            info = make_info(f"j{job}-{index}", node="n0")
+            labels = {"group-name": "kubeflow.org", "job-name": f"j{job}", "index": str(index)}
+            cache.upsert_pod(replace(info, labels=labels))
+    index = cache.pods_by_label
+    selector = parse_selector(
+        {"matchLabels": {"group-name": "kubeflow.org", "job-name": "j3", "index": "1"}}, "test"
+    )
+    assert [pod.key[1] for pod in index.selected(selector)] == ["j3-1"]
+    assert sum(len(group) for group in index._narrowest(selector)) == 4  # j3's pods, of 80
+    missing = parse_selector({"matchLabels": {"group-name": "kubeflow.org", "job-name": "x"}}, "t")
+    assert sum(len(group) for group in index._narrowest(missing)) == 0
+    two_jobs = parse_selector(
+        {
+            "matchLabels": {"group-name": "kubeflow.org"},
+            "matchExpressions": [{"key": "job-name", "operator": "In", "values": ["j4", "j3"]}],
+        },
+        "test",
+    )
+    assert sorted(pod.key[1] for pod in index.selected(two_jobs)) == [
+        f"j{job}-{i}" for job in (3, 4) for i in range(4)
+    ]
+
+
 def test_check_detects_drift() -> None:
     cache = ClusterCache()
     cache.upsert_node(make_node("n1"))
@@ -753,7 +784,7 @@ class CacheMachine(RuleBasedStateMachine):
     ) -> None:
         info = make_info(name, uid=uid, node=node, phase=phase, **requests)
         if app is not None:  # labels come and go with updates: the index must follow
-            info = replace(info, labels={"app": app})
+            info = replace(info, labels={"app": app, "group": "g"})
         record = self.cache.upsert_pod(info)
         model = self.model.pods
         old = model.get(info.key)
@@ -802,6 +833,17 @@ class CacheMachine(RuleBasedStateMachine):
                 {"matchLabels": {"app": "a"}},
                 {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
                 {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]},
+                # a label every labelled pod carries beside one that narrows (or matches none)
+                {"matchLabels": {"group": "g", "app": "b"}},
+                {"matchLabels": {"group": "g", "app": "c"}},
+                {
+                    "matchLabels": {"group": "g"},
+                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}],
+                },
+                {
+                    "matchLabels": {"group": "g"},
+                    "matchExpressions": [{"key": "app", "operator": "Exists"}],
+                },
             )
         )
     )

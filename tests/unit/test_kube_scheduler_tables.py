@@ -60,3 +60,79 @@ def _spread_plugin(case: dict[str, Any]) -> PodTopologySpread:
 @pytest.mark.parametrize("case", _params(SPREAD))
 def test_pod_topology_spread(case: dict[str, Any]) -> None:
     check(case, _spread_plugin(case))
+
+
+def _node(name: str, zone: str | None) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": name}
+    if zone is not None:
+        labels["topology.kubernetes.io/zone"] = zone
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def _replica(index: str, **more: Any) -> dict[str, Any]:
+    labels = {"job-name": "j", "replica-index": index}
+    return {"metadata": {"name": f"j-{index}", "namespace": "default", "labels": labels}, **more}
+
+
+#: Score cases where no placed pod matches a constraint's selector, worked out by hand with
+#: kube-scheduler's formulas (``scoreForCount``: count * log(domains + 2) + maxSkew - 1 on a
+#: node carrying the key, rounded; then ``NormalizeScore``), since the ported tables have none
+#: where such a constraint's constant moves the normalized scores.
+WORKED_SCORES = [
+    {
+        # a training operator's per-replica Service selects the pod; the other replica's pod
+        # is not selected by it. System defaults: node-b lacks a zone, so it scores 2 (host
+        # only) against node-a's 2 + 4; normalized 100 * (6 + 2 - s) / 6
+        "name": "system defaults, a per-replica Service, a node without a zone",
+        "kind": "score",
+        "pod": _replica("0", spec={}),
+        "existing": [_replica("1", spec={"nodeName": "node-a"})],
+        "nodes": [_node("node-a", "z1"), _node("node-b", None)],
+        "objects": [
+            {"kind": "Service", "metadata": {"name": f"j-{i}"}, "spec": {"selector": sel}}
+            for i, sel in enumerate(_replica(str(i))["metadata"]["labels"] for i in range(2))
+        ],
+        "scores": {"node-a": 33, "node-b": 100},
+    },
+    {
+        # its own two constraints: one counts a pod on node-a (1 * log 5 + 0), the other
+        # selects nothing placed (0 + 2 - 1 on every node): 2.61 → 3, 1, 1; normalized
+        # 100 * (3 + 1 - s) / 3
+        "name": "a constraint matching no placed pod still adds maxSkew - 1",
+        "kind": "score",
+        "pod": {
+            "metadata": {"name": "p", "namespace": "default", "labels": {"app": "a"}},
+            "spec": {
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "kubernetes.io/hostname",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {"matchLabels": {"app": "a"}},
+                    },
+                    {
+                        "maxSkew": 2,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "labelSelector": {"matchLabels": {"app": "none"}},
+                    },
+                ]
+            },
+        },
+        "existing": [
+            {
+                "metadata": {"name": "e", "namespace": "default", "labels": {"app": "a"}},
+                "spec": {"nodeName": "node-a"},
+            }
+        ],
+        "nodes": [_node("node-a", "z1"), _node("node-b", "z1"), _node("node-c", "z2")],
+        "scores": {"node-a": 33, "node-b": 100, "node-c": 100},
+    },
+]
+
+
+@pytest.mark.parametrize("case", WORKED_SCORES, ids=[c["name"] for c in WORKED_SCORES])
+def test_pod_topology_spread_scores_worked_from_kube_scheduler_s_formulas(
+    case: dict[str, Any],
+) -> None:
+    check(case, PodTopologySpread())
