@@ -203,9 +203,10 @@ class PodTopologySpread:
             for p in snap.pods.selected(c.selector)
             if p.namespace == pod.namespace and not p.deleting and p.node in row_of
         ]
-        return rows + self._memo.rows(
+        return rows + self._memo.selected(
             placed,
             (pod.namespace, c.selector),
+            c.selector,
             lambda m: m.namespace == pod.namespace and c.selector.matches(m.labels),
         )
 

@@ -18,9 +18,9 @@ here too, as plain values, so the pod parser and the pod rules both build on thi
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sized
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
@@ -83,6 +83,10 @@ def set_operator_matches(operator: str, values: Collection[str], value: str | No
     return None
 
 
+#: an index's group of objects (a dict or list of them): only its size is read here
+Group = TypeVar("Group", bound=Sized)
+
+
 @dataclass(frozen=True, slots=True)
 class Requirement:
     key: str
@@ -130,6 +134,33 @@ class LabelSelector:
             ):
                 best, key = requirement.values, requirement.key
         return None if best is None else [(key, value) for value in sorted(best)]
+
+    def narrowest(
+        self,
+        by_pair: Mapping[tuple[str, str], Group],
+        by_key: Mapping[str, Group] | None = None,
+    ) -> list[Group] | None:
+        """The groups of an index (objects by label pair, and by key for ``Exists``) that
+        every object this selects is in: those of the requirement the fewest indexed objects
+        meet, counted. ``None``: no requirement narrows (only ``NotIn``/``DoesNotExist``, or
+        ``Exists`` without ``by_key``). A per-replica Service's selector reads a label every
+        pod of the operator carries beside the job's name: the count picks the name."""
+        best: list[Group] | None = None
+        fewest = 0
+        for requirement in self.requirements:
+            if requirement.operator == "In":
+                pairs = ((requirement.key, value) for value in sorted(requirement.values))
+                groups = [by_pair[pair] for pair in pairs if pair in by_pair]
+            elif requirement.operator == "Exists" and by_key is not None:
+                groups = [by_key[requirement.key]] if requirement.key in by_key else []
+            else:
+                continue
+            size = sum(len(group) for group in groups)
+            if best is None or size < fewest:
+                best, fewest = groups, size
+                if not size:
+                    break
+        return best
 
     def with_requirements(self, more: tuple[Requirement, ...]) -> LabelSelector:
         if self.nothing or not more:

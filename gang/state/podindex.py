@@ -178,30 +178,11 @@ class PodIndex:
                     yield pod
 
     def _narrowest(self, selector: LabelSelector) -> list[dict[Key, IndexedPod]]:
-        """The fewest pods a match must be among: those of the ``In`` requirement whose label
-        pairs the fewest placed pods carry (an ``Exists`` one's key if fewer still), else
-        every pod. Counted, not guessed from the selector: the selectors of per-replica
-        Services read a label every pod of the namespace carries (``group-name``) beside the
-        one only a few do (the job's name), and starting from the first would visit them all."""
-        best: list[dict[Key, IndexedPod]] = [self.pods]
-        fewest = len(self.pods)
-        for requirement in selector.requirements:
-            if requirement.operator == "In":
-                groups = [
-                    self.by_label.get((requirement.key, value), _EMPTY)
-                    for value in sorted(requirement.values)
-                ]
-                size = sum(len(group) for group in groups)
-            elif requirement.operator == "Exists":
-                groups = [self.by_key.get(requirement.key, _EMPTY)]
-                size = len(groups[0])
-            else:
-                continue
-            if size < fewest:
-                best, fewest = groups, size
-                if not size:
-                    break
-        return best
+        """The fewest pods a match must be among (:meth:`LabelSelector.narrowest`), else all."""
+        groups = selector.narrowest(self.by_label, self.by_key)
+        if groups is None or sum(len(group) for group in groups) >= len(self.pods):
+            return [self.pods]
+        return groups
 
     def terms_selecting(
         self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
@@ -221,9 +202,6 @@ class PodIndex:
 
     def has_terms(self) -> bool:
         return bool(self.term_nodes)
-
-
-_EMPTY: dict[Key, IndexedPod] = {}
 
 
 def _discard(index: dict[Any, dict[Key, IndexedPod]], at: Any, key: Key) -> None:
