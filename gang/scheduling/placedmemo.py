@@ -34,15 +34,16 @@ class PlacedMemo:
     _indexed: int = 0
 
     def _follow(self, placed: Sequence[Placed]) -> None:
-        if self._placed is not placed:
-            self._placed, self._by_key, self._by_pair, self._indexed = placed, {}, {}, 0
+        """Start following ``placed`` (a new list: a new cycle or trial)."""
+        self._placed, self._by_key, self._by_pair, self._indexed = placed, {}, {}, 0
 
     def gather(
         self, placed: Sequence[Placed], key: Hashable, take: Callable[[PodInfo, int], list[Any]]
     ) -> list[Any]:
         """Everything ``take(member, row)`` returned for the placed members, in order
         (``take`` must depend on ``key`` and the member only)."""
-        self._follow(placed)
+        if self._placed is not placed:
+            self._follow(placed)
         done, items = self._by_key.get(key, (0, []))
         if done < len(placed):
             for member, row in placed[done:]:
@@ -57,7 +58,8 @@ class PlacedMemo:
         take: Callable[[PodInfo, int], list[tuple[Hashable, Any]]],
     ) -> dict[Hashable, list[Any]]:
         """``take``'s (group, item) pairs for the placed members, grouped (kept as it grows)."""
-        self._follow(placed)
+        if self._placed is not placed:
+            self._follow(placed)
         done, box = self._by_key.get(key, (0, [{}]))
         grouped: dict[Hashable, list[Any]] = box[0]
         if done < len(placed):
@@ -84,7 +86,8 @@ class PlacedMemo:
         first asked about when members are placed starts from those carrying the label pairs
         of the selector's narrowest requirement, not from every one: a member whose selector is
         its own (a per-replica Service's) would otherwise make a gang's placement quadratic."""
-        self._follow(placed)
+        if self._placed is not placed:
+            self._follow(placed)
         if key in self._by_key or not placed:
             return self.rows(placed, key, match)
         by_pair = self._by_pair
