@@ -25,8 +25,9 @@ NAMESPACE = "bench"
 Rule = Literal["one-per-node", "zone-spread"]
 #: the Services around the workload: none, or one per member as the v1 training operator makes
 Services = Literal["none", "per-replica"]
-#: the v1 training operator's pod labels (kubeflow/common's constants); its per-replica Service
-#: selects a member by all four
+#: the v1 training operator's pod labels (kubeflow/common's constants; it sets the deprecated
+#: keys group-name, job-name, replica-type and replica-index beside them); its per-replica
+#: Service selects a member by all of them
 OPERATOR_NAME_LABEL: Final = "training.kubeflow.org/operator-name"
 JOB_NAME_LABEL: Final = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL: Final = "training.kubeflow.org/replica-type"
@@ -228,12 +229,17 @@ def pods(
 
 
 def replica_labels(job: str, index: int) -> dict[str, str]:
-    """What the v1 training operator labels a worker with (``GenLabels`` plus its replica)."""
+    """What the v1 training operator labels a worker with: kubeflow/common's ``GenLabels``
+    plus its replica's type and index, each also under its deprecated key, as it sets them."""
     return {
         OPERATOR_NAME_LABEL: "tfjob-controller",
+        "group-name": "kubeflow.org",
         JOB_NAME_LABEL: job,
+        "job-name": job,
         REPLICA_TYPE_LABEL: "worker",
+        "replica-type": "worker",
         REPLICA_INDEX_LABEL: str(index),
+        "replica-index": str(index),
     }
 
 
