@@ -676,9 +676,9 @@ def test_a_selector_starts_from_its_requirement_the_fewest_placed_pods_meet() ->
     cache = ClusterCache()
     cache.upsert_node(make_node("n0", cpu="64"))
     for job in range(20):
-        for index in range(4):
-            info = make_info(f"j{job}-{index}", node="n0")
-            labels = {"group-name": "kubeflow.org", "job-name": f"j{job}", "index": str(index)}
+        for i in range(4):
+            info = make_info(f"j{job}-{i}", node="n0")
+            labels = {"group-name": "kubeflow.org", "job-name": f"j{job}", "index": str(i)}
             cache.upsert_pod(replace(info, labels=labels))
     index = cache.pods_by_label
     selector = parse_selector(

@@ -78,7 +78,7 @@ def _replica(index: str, **more: Any) -> dict[str, Any]:
 #: kube-scheduler's formulas (``scoreForCount``: count * log(domains + 2) + maxSkew - 1 on a
 #: node carrying the key, rounded; then ``NormalizeScore``), since the ported tables have none
 #: where such a constraint's constant moves the normalized scores.
-WORKED_SCORES = [
+WORKED_SCORES: list[dict[str, Any]] = [
     {
         # a training operator's per-replica Service selects the pod; the other replica's pod
         # is not selected by it. System defaults: node-b lacks a zone, so it scores 2 (host

@@ -4,6 +4,7 @@ matching every member finds, in placement order, as the list grows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from gang.scheduling.framework import Placed
 from gang.scheduling.placedmemo import PlacedMemo
 from gang.state.labels import LabelSelector, parse_selector
+from gang.state.podinfo import PodInfo
 from tests.unit.test_cache import make_info
 
 SELECTORS = [
@@ -36,7 +38,7 @@ def _member(i: int, labels: dict[str, str], namespace: str) -> Placed:
     return replace(info, labels=labels, namespace=namespace), i % 3
 
 
-def _match(selector: LabelSelector) -> object:
+def _match(selector: LabelSelector) -> Callable[[PodInfo], bool]:
     return lambda m: m.namespace == "ml" and selector.matches(m.labels)
 
 
@@ -66,8 +68,8 @@ def test_a_member_s_own_selector_visits_the_members_carrying_its_rarest_label() 
     placed = [_member(i, {"group": "g", "index": str(i)}, "ml") for i in range(64)]
     asked: list[str] = []
 
-    def match(m: object) -> bool:
-        asked.append(m.name)  # type: ignore[attr-defined]
+    def match(m: PodInfo) -> bool:
+        asked.append(m.name)
         return True
 
     selector = parse_selector({"matchLabels": {"group": "g", "index": "7"}}, "test")
