@@ -75,10 +75,7 @@ class SelectorCatalog:
             if before is not None:
                 self._unindex(namespace, name, before)
             if clean is not None:
-                self.services.setdefault(namespace, {})[name] = clean
-                self._by_keys.setdefault(namespace, {}).setdefault(
-                    tuple(sorted(clean)), {}
-                ).setdefault(tuple(v for _, v in sorted(clean.items())), set()).add(name)
+                self._index(namespace, name, clean)
             return True
         if kind == "ReplicationController":  # a plain map, like a Service's
             parsed = _from_map(selector)
@@ -104,6 +101,13 @@ class SelectorCatalog:
             self._forget_answers()
             self._unindex(namespace, name, before)
 
+    def _index(self, namespace: str, name: str, selector: Mapping[str, str]) -> None:
+        """Add a Service to ``services`` and ``_by_keys``."""
+        self.services.setdefault(namespace, {})[name] = selector
+        keys, values = _keys_and_values(selector)
+        by_values = self._by_keys.setdefault(namespace, {}).setdefault(keys, {})
+        by_values.setdefault(values, set()).add(name)
+
     def _unindex(self, namespace: str, name: str, selector: Mapping[str, str]) -> None:
         """Drop a Service from ``services`` and ``_by_keys``, and the maps it leaves empty."""
         in_namespace = self.services[namespace]
@@ -111,9 +115,8 @@ class SelectorCatalog:
         if not in_namespace:
             del self.services[namespace]
         by_keys = self._by_keys[namespace]
-        keys = tuple(sorted(selector))
+        keys, values = _keys_and_values(selector)
         by_values = by_keys[keys]
-        values = tuple(v for _, v in sorted(selector.items()))
         names = by_values[values]
         names.discard(name)
         if not names:
@@ -177,6 +180,12 @@ class SelectorCatalog:
         if controller is None or controller[0] not in CONTROLLER_KINDS:
             return None
         return self.controllers.get((controller[0], namespace, controller[1]))
+
+
+def _keys_and_values(selector: Mapping[str, str]) -> tuple[KeySet, Values]:
+    """A Service selector as its sorted keys and their values, in that order."""
+    pairs = sorted(selector.items())
+    return tuple(k for k, _ in pairs), tuple(v for _, v in pairs)
 
 
 def _from_map(selector: Any) -> LabelSelector:

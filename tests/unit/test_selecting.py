@@ -133,7 +133,7 @@ def test_the_indexed_services_select_what_matching_every_service_selects(
                 assert (set(found.requirements) if found else set()) == expected
                 read = {k for s in model.get(ns, {}).values() for k in s}
                 assert catalog.label_keys_read(ns) == read
-    assert {ns: s for ns, s in catalog.services.items()} == {ns: s for ns, s in model.items() if s}
+    assert catalog.services == {ns: s for ns, s in model.items() if s}
 
 
 def test_the_spread_plugin_s_remembered_defaults_follow_a_service_that_comes_later() -> None:
