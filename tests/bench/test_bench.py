@@ -16,6 +16,7 @@ from gang.bench.placement import placement_ms
 from gang.bench.report import html_report, table
 from gang.bench.runner import BenchResult, _overcommitted, _percentile, result_json, run_bench
 from gang.bench.workload import REPLICA_INDEX_LABEL, BenchConfig, plan, pods, services
+from gang.cli import main
 from tests.test_manifests import K8S_VERSION
 
 
@@ -42,6 +43,17 @@ def test_invalid_benchmarks_are_refused() -> None:
     with pytest.raises(ValidationError, match="workers"):
         BenchConfig(api_latency="workers=many")
     assert BenchConfig(api_latency="real").api_latency == "real"
+    with pytest.raises(ValidationError, match="per-replica"):
+        BenchConfig(services="per-pod")  # type: ignore[arg-type]
+
+
+def test_services_are_refused_where_no_end_to_end_run_makes_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--placement", "--services", "per-replica"]) == 2
+    assert "--services applies to end-to-end runs" in capsys.readouterr().err
+    assert main(["bench", "--workload", "mixed-stream", "--services", "per-replica"]) == 2
+    assert "--services does not apply to --workload mixed-stream" in capsys.readouterr().err
 
 
 def test_percentiles() -> None:
