@@ -17,15 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gang.models.settings import ScoreWeights
-from gang.scheduling.framework import Budgets
 from gang.scheduling.placement import Placement, Placer, Unplaceable
 from gang.state.cache import ClusterCache, Snapshot
 from gang.state.podinfo import PodInfo
 from gang.state.resources import FEW_ROWS
 from tests.unit.test_cache import make_info, make_node
+from tests.unit.test_placement_twins import UNTIMED
 
 ZONE = "topology.kubernetes.io/zone"
-UNTIMED = Budgets(sync=None, asynchronous=None, preemption=None)
 #: the templates gangs are made of: GPUs, and cpu in millicores, per member
 TEMPLATES = [(1, 500), (2, 1000), (0, 4000)]
 

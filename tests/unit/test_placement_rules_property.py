@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from gang.bench.workload import rules_spec
 from gang.models.settings import ScoreWeights
-from gang.scheduling.framework import Budgets
 from gang.scheduling.placement import Placement, Placer
 from gang.state.cache import ClusterCache
 from gang.state.podinfo import POD_GROUP_LABEL, PodInfo, parse_pod
 from tests.unit.test_cache import make_node
+from tests.unit.test_placement_twins import UNTIMED
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -61,9 +61,6 @@ def build(nodes: list[tuple[int, int]]) -> ClusterCache:
         cache.upsert_node(make_node(f"n{i}", zone=f"z{zone}", extra={"nvidia.com/gpu": gpus}))
     cache.index.column("nvidia.com/gpu")
     return cache
-
-
-UNTIMED = Budgets(sync=None, asynchronous=None, preemption=None)
 
 
 @settings(max_examples=150, deadline=None)
