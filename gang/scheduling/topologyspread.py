@@ -47,7 +47,7 @@ from gang.scheduling.framework import (
 )
 from gang.scheduling.placedmemo import PlacedMemo
 from gang.state.cache import Snapshot
-from gang.state.labels import EVERYTHING
+from gang.state.labels import EVERYTHING, LabelSelector
 from gang.state.podinfo import Constraints, PodInfo
 from gang.state.podrules import (
     DO_NOT_SCHEDULE,
@@ -303,10 +303,14 @@ class PodTopologySpread:
         if own:
             for c in soft:
                 all_keys &= snap.domains(c.topology_key).ids >= 0
+        # the counted rows, per selector: default constraints share one (host and zone)
+        rows_of: dict[LabelSelector, list[int]] = {}
         for c in soft:
             domains = snap.domains(c.topology_key)
             labelled = domains.ids[cand] >= 0  # a node without the key scores nothing here
-            rows = self._matching_rows(snap, s.placed, pod, c)
+            rows = rows_of.get(c.selector)
+            if rows is None:
+                rows = rows_of[c.selector] = self._matching_rows(snap, s.placed, pod, c)
             if not rows:  # every count is 0 (a per-replica Service's pod, a gang's first)
                 raw += np.where(labelled, float(c.max_skew - 1), 0.0)
                 continue

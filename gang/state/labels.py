@@ -149,8 +149,13 @@ class LabelSelector:
         fewest = 0
         for requirement in self.requirements:
             if requirement.operator == "In":
-                pairs = ((requirement.key, value) for value in sorted(requirement.values))
-                groups = [by_pair[pair] for pair in pairs if pair in by_pair]
+                values = requirement.values
+                if len(values) == 1:  # (most: matchLabels)
+                    group = by_pair.get((requirement.key, next(iter(values))))
+                    groups = [] if group is None else [group]
+                else:
+                    pairs = ((requirement.key, value) for value in sorted(values))
+                    groups = [by_pair[pair] for pair in pairs if pair in by_pair]
             elif requirement.operator == "Exists" and by_key is not None:
                 groups = [by_key[requirement.key]] if requirement.key in by_key else []
             else:
