@@ -68,6 +68,10 @@ def table(results: list[BenchResult]) -> str:
                     f"in its scheduling process{workers} (first to last binding), the ceiling's "
                     f"binder {r.ceiling_cpu_us_per_pod:.0f} µs"
                 )
+        if r.services != "none":
+            lines.append(
+                f"  Services: {r.services} (a headless Service per member, as the operator makes)"
+            )
         if r.first_binding_seconds:
             lines.append(
                 f"  start-up: first binding {r.first_binding_seconds:.2f} s after the scheduler "

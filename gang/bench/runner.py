@@ -124,6 +124,8 @@ class BenchResult:
     ceiling_segments: list[dict[str, float]] = field(default_factory=list)
     #: the simulator's API latency model ("" against a real cluster)
     api_latency: str = ""
+    #: the Services around the workload (``BenchConfig.services``)
+    services: str = "none"
     #: seconds since the first binding → pods bound by then (for the chart)
     timeline: list[tuple[float, int]] = field(default_factory=list)
     full_gang_seconds: list[float] = field(default_factory=list)
@@ -475,6 +477,7 @@ class Driver:
             gangs_total=len(self.gangs),
             machine=where,
             api_latency="" if self.kubeconfig else self.config.api_latency,
+            services=self.config.services,
         )
         loop = asyncio.get_running_loop()
         if self.config.arrival == "all":

@@ -168,6 +168,8 @@ def test_bench_with_the_api_latency_model_measures_the_ceiling_on_the_same_serve
     assert result.api_latency == "workers=4,service=2ms,network=5ms"
     assert [seg["pods"] for seg in result.ceiling_segments] == [32, 32]
     assert "API latency model: workers=4" in table([result])
+    assert result.services == "per-replica" and "Services: per-replica" in table([result])
+    assert orjson.loads(result_json(result))["services"] == "per-replica"
 
 
 def test_the_ceiling_binder_assigns_first_fit_and_splits_into_segments() -> None:
