@@ -178,11 +178,10 @@ class PodIndex:
                     yield pod
 
     def _narrowest(self, selector: LabelSelector) -> list[dict[Key, IndexedPod]]:
-        """The fewest pods a match must be among (:meth:`LabelSelector.narrowest`), else all."""
+        """The fewest pods a match must be among (:meth:`LabelSelector.narrowest`), else all
+        (the groups are parts of ``pods``: never more)."""
         groups = selector.narrowest(self.by_label, self.by_key)
-        if groups is None or sum(len(group) for group in groups) >= len(self.pods):
-            return [self.pods]
-        return groups
+        return [self.pods] if groups is None else groups
 
     def terms_selecting(
         self, namespace: str, labels: Mapping[str, str], namespace_labels: Mapping[str, str]
