@@ -34,6 +34,7 @@ from gang.models.podgroup import PodGroupInfo
 from gang.models.queueapis import DEFAULT_QUEUE
 from gang.models.topologyapis import TopologyConstraint
 from gang.queue.tree import Membership
+from gang.scheduling.members import Members
 from gang.state.podinfo import PodInfo
 
 Key = tuple[str, str]
@@ -169,7 +170,8 @@ class Gang:
     podgroup: PodGroupInfo | None = None
     #: the profile serving this gang (its first member's spec.schedulerName)
     scheduler_name: str = ""
-    members: dict[Key, PodInfo] = field(default_factory=dict)
+    #: keeps the counts the queue's order reads (``gang.scheduling.members``)
+    members: Members = field(default_factory=Members)
     reserved: dict[Key, str] = field(default_factory=dict)
     #: reservations held for members not created yet: placeholder key → (its shape, node)
     placeholders: dict[Key, tuple[PodInfo, str]] = field(default_factory=dict)
@@ -229,7 +231,7 @@ class Gang:
         its highest member's."""
         if self.podgroup is not None and self.podgroup.priority is not None:
             return self.podgroup.priority
-        return max((p.priority for p in self.members.values()), default=0)
+        return self.members.highest_priority()
 
     @property
     def single(self) -> bool:
@@ -284,7 +286,8 @@ class Gang:
     def bound_seen(self, key: Key) -> None:
         """The informer showed member ``key`` bound: its reservation and binding are over."""
         self.reserved.pop(key, None)
-        self.binding_over(key)
+        self.binding.discard(key)  # (``binding_over``, inline: once per bound pod)
+        self.bound_unseen.discard(key)
 
     def binding_over(self, key: Key) -> None:
         """Member ``key`` is no longer being bound (seen bound, or gone)."""
@@ -337,7 +340,7 @@ class Gang:
 
     def placed(self) -> int:
         """Members holding a node: bound (not finished) plus reserved."""
-        return len(self.bound()) + len(self.reserved)
+        return self.members.bound_count + len(self.reserved)
 
     def has_quorum(self) -> bool:
         return self.placed() >= self.min_member

@@ -54,13 +54,11 @@ class PrioritySort:
     name = "PrioritySort"
 
     def sort_key(self, gang: Gang) -> tuple[int, int, int, float, str, str]:
-        pods = list(gang.members.values())
-        qos = max((p.qos_rank for p in pods), default=QOS_RANK["BestEffort"])
-        if gang.podgroup is not None:
-            created = gang.podgroup.creation_timestamp
-        else:
-            created = min((p.creation_timestamp for p in pods), default=0.0)
-        half_bound = 0 if gang.bound() and gang.any_pending() else 1
+        members = gang.members  # (its counts: no pass over a big gang per member added)
+        qos = members.best_qos(default=QOS_RANK["BestEffort"])
+        group = gang.podgroup
+        created = group.creation_timestamp if group is not None else members.earliest()
+        half_bound = 0 if members.bound_count and gang.any_pending() else 1
         return (
             half_bound,
             -gang.priority,

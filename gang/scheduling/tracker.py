@@ -195,7 +195,7 @@ class ClusterState:
         changes have nothing to do)."""
         self._unparsable.pop(info.key, None)
         self.cache.upsert_pod(info)  # ASSUMED → BOUND
-        gang.members[info.key] = info
+        gang.members.now_bound(info)  # (``_binding_confirmed``: it was waiting, now bound)
         gang.bound_seen(info.key)
         if not gang.reserved and not gang.binding:
             self._may_be_a_victim(gang)
