@@ -10,7 +10,10 @@ a member costs the same however big its gang is.
 
 Invariant: ``priorities``, ``qos_ranks`` and ``created`` count, per value, the members having
 it (no value is kept at 0), and ``bound_count`` is how many members are bound (a node named,
-not finished) — every way a member is set or removed goes through ``_count``/``_uncount``.
+not finished). Every way a member is set or removed moves them: ``_count``/``_uncount``, or,
+where the member is the same pod again (same priority, QoS and creation), only
+``bound_count`` (``__setitem__``'s short path, ``now_bound``); a copy is rebuilt member by
+member (``__reduce__``), never given the counts as they stand.
 """
 
 from __future__ import annotations
@@ -108,6 +111,9 @@ class Members(dict[Key, PodInfo]):
     def __ior__(self, other: Any) -> Members:  # type: ignore[override,misc]
         self.update(other)
         return self
+
+    def __reduce__(self) -> tuple[type[Members], tuple[list[tuple[Key, PodInfo]]]]:
+        return (Members, (list(self.items()),))
 
     def clear(self) -> None:
         dict.clear(self)

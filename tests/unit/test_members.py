@@ -4,6 +4,7 @@ members are set, replaced and removed, the gang's priority, the queue's sort key
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -106,6 +107,9 @@ def test_the_counts_follow_every_write(steps: list[tuple[str, object]]) -> None:
         assert gang.priority == max((p.priority for p in pods), default=0)
         assert gang.placed() == len(gang.bound()) + len(gang.reserved)
         assert PrioritySort().sort_key(gang) == _sort_key_by_passes(gang)
+    twin = copy.deepcopy(members)  # (rebuilt member by member: counted once, not twice)
+    assert type(twin) is Members and twin == members
+    assert (twin.priorities, twin.bound_count) == (members.priorities, members.bound_count)
 
 
 def test_a_missing_member_is_a_key_error_and_leaves_the_counts() -> None:
