@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
+import orjson
+
 from gang.models.groupapis import api_of_group, workload_group
 from gang.models.quantity import QuantityError, parse_quantity, quantity_to_int, quantity_to_milli
 from gang.models.topologyapis import TOPOLOGY_ANNOTATIONS, TopologyAsk, asks_in_annotations
@@ -706,6 +708,41 @@ def _rules(
     return _interned(_INTERNED_RULES, rules, rules)
 
 
+#: what a pod's node-facing fields parsed to, by those fields' JSON (see ``_placement_fields``)
+_PARSED_FIELDS: dict[bytes, tuple[dict[str, int], Constraints]] = {}
+
+
+def _placement_fields(spec: Mapping[str, Any]) -> tuple[dict[str, int], Constraints]:
+    """``pod_requests`` (interned) and ``_constraints`` of ``spec``, remembered by the JSON of
+    every field the two read: the containers' resources, ports and restart policies, the
+    overhead, the node selector, the affinity and the tolerations. The pods of one template
+    (every member of a job) state them alike, while whole specs differ (a projected token
+    volume per pod): parsed once, the rest cost a key (counted: see docs/performance.md).
+    A spec the key cannot be made of, or whose fields do not parse, takes the full path,
+    which reports it; nothing is remembered of a spec that fails."""
+    try:
+        key = orjson.dumps(
+            (
+                [(c.get("resources"), c.get("ports")) for c in spec.get("containers") or ()],
+                [
+                    (c.get("resources"), c.get("ports"), c.get("restartPolicy"))
+                    for c in spec.get("initContainers") or ()
+                ],
+                spec.get("overhead"),
+                spec.get("nodeSelector"),
+                spec.get("affinity"),
+                spec.get("tolerations"),
+            )
+        )
+    except (AttributeError, TypeError, orjson.JSONEncodeError):  # malformed: say so below
+        return _interned_requests(pod_requests(spec)), _constraints(spec)
+    parsed = _PARSED_FIELDS.get(key)
+    if parsed is None:
+        parsed = _interned_requests(pod_requests(spec)), _constraints(spec)
+        _interned(_PARSED_FIELDS, key, parsed)
+    return parsed
+
+
 _INTERN_LIMIT: Final = 8192
 T = TypeVar("T")
 _INTERNED_RULES: dict[PodRules, PodRules] = {}
@@ -939,6 +976,7 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     created = _timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
     declared, declared_error = _declared_run(metadata.get("annotations"), spec)
     group, conflict = _group(group_claims(labels, metadata.get("annotations"), spec))
+    requests, constraints = _placement_fields(spec)
     return _new_podinfo(
         uid=_str(metadata.get("uid"), "metadata.uid"),
         namespace=namespace,
@@ -950,8 +988,8 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         phase=_str(status.get("phase"), "status.phase") or "Pending",
         priority=_int(spec.get("priority"), "spec.priority"),
         qos_rank=qos_rank,
-        requests=_interned_requests(pod_requests(spec)),
-        constraints=_constraints(spec),
+        requests=requests,
+        constraints=constraints,
         group=group,
         creation_timestamp=created,
         deleting=metadata.get("deletionTimestamp") is not None,

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gang.state import podinfo
 from gang.state.podinfo import (
     NO_CONSTRAINTS,
     POD_GROUP_LABEL,
@@ -1043,3 +1044,62 @@ def test_what_parse_pod_and_bound_copy_build_are_frozen_pod_infos_like_the_const
         with pytest.raises(dataclasses.FrozenInstanceError):
             del info.phase
     assert parsed.node_name == raw["spec"]["nodeName"]  # the copy left the original as it was
+
+
+# --------------------------------------------------------------------------------------------
+# The node-facing fields parsed once per template
+
+
+def _with_token_volume(builder: PodBuilder, suffix: str) -> dict[str, Any]:
+    """The pod as the API server admits it: a projected token volume of its own, mounted."""
+    raw = builder.obj()
+    volume = f"kube-api-access-{suffix}"
+    raw["spec"]["volumes"] = [{"name": volume, "projected": {"sources": []}}]
+    for container in raw["spec"]["containers"]:
+        container["volumeMounts"] = [{"name": volume, "mountPath": "/var/run/secrets"}]
+    return raw
+
+
+def test_the_members_of_a_template_are_parsed_for_placement_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Their whole specs differ (each its own token volume), what placement reads does not."""
+    calls: list[int] = []
+    parse_requests = podinfo.pod_requests
+
+    def counted(spec: Any) -> dict[str, int]:
+        calls.append(1)
+        return parse_requests(spec)
+
+    monkeypatch.setattr(podinfo, "pod_requests", counted)
+    podinfo._PARSED_FIELDS.clear()
+    first = parse_pod(_with_token_volume(_template("worker-0"), "a1b2c"))
+    second = parse_pod(_with_token_volume(_template("worker-1"), "x9y8z"))
+    assert len(calls) == 1
+    assert second.requests is first.requests and second.constraints is first.constraints
+    other = parse_pod(_with_token_volume(_template("worker-2").container(cpu="2"), "q1"))
+    assert len(calls) == 2 and other.requests != first.requests
+
+
+@pytest.mark.parametrize(
+    "builder", [pytest.param(b, id=name) for name, b, _ in REQUEST_CASES] + [_template("t")]
+)
+def test_remembered_placement_fields_are_a_fresh_parse(builder: PodBuilder) -> None:
+    podinfo._PARSED_FIELDS.clear()
+    fresh = parse_pod(builder.obj())
+    assert parse_pod(builder.obj()) == fresh  # (the second from what the first left)
+    assert len(podinfo._PARSED_FIELDS) == 1
+
+
+@pytest.mark.parametrize(("mutate", "message"), MALFORMED)
+def test_a_malformed_pod_is_reported_after_its_well_formed_twin(
+    mutate: Mutation, message: str
+) -> None:
+    valid = make_pod().container(cpu="1", memory="1Gi", gpu="1", limits={"cpu": "1"})
+    parse_pod(valid.status(qosClass="Burstable").obj())
+    raw = valid.obj()
+    mutate(raw)
+    for _ in range(2):  # nothing of a failed parse is remembered
+        with pytest.raises(PodParseError) as info:
+            parse_pod(raw)
+        assert message in str(info.value)
