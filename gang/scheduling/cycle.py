@@ -117,6 +117,8 @@ class Cycle:
         self.on_nominate = on_nominate
         #: Permit waits that ended without a quorum
         self.permit_timeouts = 0
+        #: members created during their gang's Permit wait that took a placeholder's node
+        self.newcomers_placed = 0
         #: preemptions decided, pods they evict, and seconds each decision took
         self.preemptions = 0
         self.preempted_pods = 0
@@ -164,6 +166,14 @@ class Cycle:
             return UNSCHEDULABLE
         if gang.waiting_since is None:
             gang.waiting_since = self._loop.time()
+        if pending and gang.placeholders and not going:
+            pending = self._newcomers_take_placeholders(gang, pending)
+            if not pending and gang.placed() + len(gang.placeholders) == gang.min_member:
+                # each took the node held for it, and what is held is still the quorum (a
+                # minMember changed meanwhile is planned for below): nothing to plan again
+                self.permit(gang)
+                self.state.reporter.gang_changed(gang)
+                return SCHEDULED
         held = self.state.drop_placeholders(gang)  # re-planned with the real members below
         nominated = self.state.drop_nominations(gang)  # the gang's own: free for it to use
         self._reservations_against(gang, pending)
@@ -195,6 +205,48 @@ class Cycle:
         for message, pods in left.items():
             self._fail(gang, pods, message)
         return UNSCHEDULABLE if left else SCHEDULED
+
+    def _newcomers_take_placeholders(self, gang: Gang, pending: list[PodInfo]) -> list[PodInfo]:
+        """Members created while their gang waits in Permit take the nodes held for them: a
+        member a placeholder stands in for exactly (``_stands_in_for``) is reserved on that
+        placeholder's node, as a nominated one takes its node (``_fill_from_placeholders``),
+        instead of the placeholders being planned again with it. Only where a placeholder is
+        placed exactly as the member would be: a member with no rules about other pods,
+        volumes or devices, in a gang with no topology ask (those are planned as a whole, by
+        domain and rank, as before). The node is as fit as a reserved member's: one cordoned,
+        tainted or deleted since has dropped the placeholders on it
+        (``ClusterState._recheck_reservations``). A job of n pods created in batches
+        was otherwise planned anew per batch, O(n²) placements (1,024 members arriving 32 at
+        a time: 1.2 s of cycles). Returns the members still to place; a Reserve plugin's
+        refusal or error puts the placeholder back and leaves the rest to the full path."""
+        if (
+            gang.preempting is not None
+            or gang.nominated
+            or gang.reservation is not None
+            or gang.topology is not None  # (placed by domain and rank: planned as a whole)
+        ):
+            return pending
+        profile = self._profile(gang)
+        left: list[PodInfo] = []
+        for i, pod in enumerate(pending):
+            # one with rules about other pods, volumes or devices is planned anew: a
+            # placeholder is placed without its claims, and as no pod's peer
+            held = None if pod.rules else _held_for(gang, pod)
+            if held is None:
+                left.append(pod)
+                continue
+            key, stand_in, node = held
+            self.state.drop_placeholders(gang, (key,))
+            try:
+                refusal = self._reserve(gang, profile, {pod.key: pod}, {pod.key: node})
+            except PluginError:
+                refusal = "error"
+            if refusal is not None:
+                self.state.cache.assume(stand_in, node)
+                gang.placeholders[key] = (stand_in, node)
+                return left + pending[i:]
+            self.newcomers_placed += 1
+        return left
 
     def _unreserve_to_replan(self, gang: Gang, nominated: Held) -> list[PodInfo]:
         """Members that arrived during the gang's Permit wait fit nowhere beside the members
@@ -1077,6 +1129,40 @@ def _own_free(snap: Snapshot) -> Snapshot:
 def _append(message: str, preemption: str) -> str:
     """kube-scheduler's form: the Filter verdict, then what preemption said about it."""
     return f"{message} {preemption}" if message.endswith(".") else f"{message}; {preemption}"
+
+
+#: what a placeholder copies of its template but may differ between members of a job
+_OWN_FIELDS = frozenset(
+    {
+        "namespace",
+        "name",
+        "uid",
+        "key",
+        "resource_version",
+        "creation_timestamp",
+        "start_time",
+        "phase",
+        "unschedulable_message",
+        "claim_statuses",
+        "preemption_marked",
+    }
+)
+_COMPARED = tuple(f.name for f in dataclasses.fields(PodInfo) if f.name not in _OWN_FIELDS)
+
+
+def _held_for(gang: Gang, pod: PodInfo) -> tuple[Key, PodInfo, str] | None:
+    """A placeholder of ``gang`` that stands in for ``pod``: its key, itself and its node."""
+    for key, (stand_in, node) in gang.placeholders.items():
+        if _stands_in_for(stand_in, pod):
+            return key, stand_in, node
+    return None
+
+
+def _stands_in_for(stand_in: PodInfo, pod: PodInfo) -> bool:
+    """``stand_in`` (a placeholder) was placed as ``pod`` would be: every field placement,
+    its rules and its queue read is equal (requests, node constraints, rules, labels, task,
+    priority, scheduler...); only a pod's own identity, times and status may differ."""
+    return all(getattr(stand_in, name) == getattr(pod, name) for name in _COMPARED)
 
 
 def _leaving_note(leaving: int) -> str:

@@ -208,6 +208,31 @@ async def test_node_deleted_under_a_member_is_replanned_and_the_gang_binds_whole
         await assert_sound(env, {"a": 3})
 
 
+async def test_members_created_during_the_wait_take_the_nodes_held_for_them() -> None:
+    """A job's pods come in batches: each member that a placeholder stands in for exactly is
+    reserved on that placeholder's node, in the same wait, the other placeholders untouched
+    (before: every batch had the rest planned again). A member that differs (another label)
+    takes the full path and still completes the gang."""
+    async with gang_env("5:gpu=8", **FAST) as env:
+        api, cycle = env.api, env.scheduler.cycle
+        a = await park(env, "a", 4, created=1)
+        deadline, held = a.permit_deadline, nodes_held(a)
+        for i in (1, 2):
+            before = dict(a.placeholders)
+            await api.create_pods([whole_node(f"a-{i}", "a")])
+            await waiting(env, "a", reserved=i + 1, placeholders=3 - i)
+            assert cycle.newcomers_placed == i and a.permit_deadline == deadline
+            assert a.reserved[(NS, f"a-{i}")] in {node for _, node in before.values()}
+            kept = {key: node for key, (_, node) in a.placeholders.items()}
+            assert kept.items() < {key: node for key, (_, node) in before.items()}.items()
+            assert nodes_held(a) == held
+        assert await bound_of(api, "a") == {}
+        await api.create_pods([whole_node("a-3", "a", labels={"shard": "last"})])
+        await bound_count(api, "a", 4)
+        assert cycle.newcomers_placed == 2
+        await assert_sound(env, {"a": 4})
+
+
 async def test_node_deleted_under_a_placeholder_is_replanned() -> None:
     async with gang_env("4:gpu=8", **FAST) as env:
         api = env.api
