@@ -976,7 +976,6 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     created = _timestamp(metadata.get("creationTimestamp"), "metadata.creationTimestamp")
     declared, declared_error = _declared_run(metadata.get("annotations"), spec)
     group, conflict = _group(group_claims(labels, metadata.get("annotations"), spec))
-    requests, constraints = _placement_fields(spec)
     return _new_podinfo(
         uid=_str(metadata.get("uid"), "metadata.uid"),
         namespace=namespace,
@@ -988,8 +987,9 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         phase=_str(status.get("phase"), "status.phase") or "Pending",
         priority=_int(spec.get("priority"), "spec.priority"),
         qos_rank=qos_rank,
-        requests=requests,
-        constraints=constraints,
+        # (read where they were before: a pod wrong in several fields is told the same one)
+        requests=(placement := _placement_fields(spec))[0],
+        constraints=placement[1],
         group=group,
         creation_timestamp=created,
         deleting=metadata.get("deletionTimestamp") is not None,

@@ -1103,3 +1103,11 @@ def test_a_malformed_pod_is_reported_after_its_well_formed_twin(
         with pytest.raises(PodParseError) as info:
             parse_pod(raw)
         assert message in str(info.value)
+
+
+def test_a_pod_wrong_in_several_fields_is_told_the_same_one_as_before() -> None:
+    """The remembered placement fields are read where parsing read them: a wrong phase is
+    still reported before a wrong quantity further on."""
+    raw = make_pod().container(cpu="lots").status(phase=1).obj()
+    with pytest.raises(PodParseError, match="status.phase: expected a string"):
+        parse_pod(raw)
