@@ -336,8 +336,11 @@ class ClusterState:
         self, gang: Gang, only: Collection[Key] | None = None
     ) -> dict[Key, tuple[PodInfo, str]]:
         """Forget the placeholder reservations (every one, or those in ``only``); returns what
-        was held (to restore it)."""
-        held = {k: v for k, v in gang.placeholders.items() if only is None or k in only}
+        was held (to restore it). ``only`` is looked up, not every placeholder scanned: a
+        member taking its placeholder's node drops one of up to a job's worth."""
+        placeholders = gang.placeholders
+        keys = placeholders.keys() if only is None else [k for k in only if k in placeholders]
+        held = {k: placeholders[k] for k in keys}
         for key in held:
             del gang.placeholders[key]
             self.cache.forget(key)
