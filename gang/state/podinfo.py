@@ -720,6 +720,7 @@ def _placement_fields(spec: Mapping[str, Any]) -> tuple[dict[str, int], Constrai
     volume per pod): parsed once, the rest cost a key (counted: see docs/performance.md).
     A spec the key cannot be made of, or whose fields do not parse, takes the full path,
     which reports it; nothing is remembered of a spec that fails."""
+    key: bytes | None
     try:
         key = orjson.dumps(
             (
@@ -734,12 +735,13 @@ def _placement_fields(spec: Mapping[str, Any]) -> tuple[dict[str, int], Constrai
                 spec.get("tolerations"),
             )
         )
-    except (AttributeError, TypeError, orjson.JSONEncodeError):  # malformed: say so below
-        return _interned_requests(pod_requests(spec)), _constraints(spec)
-    parsed = _PARSED_FIELDS.get(key)
+    except (AttributeError, TypeError, orjson.JSONEncodeError):
+        key = None  # malformed: the parse below says how, and nothing is kept
+    parsed = None if key is None else _PARSED_FIELDS.get(key)
     if parsed is None:
         parsed = _interned_requests(pod_requests(spec)), _constraints(spec)
-        _interned(_PARSED_FIELDS, key, parsed)
+        if key is not None:
+            _interned(_PARSED_FIELDS, key, parsed)
     return parsed
 
 
