@@ -5,6 +5,7 @@ members are set, replaced and removed, the gang's priority, the queue's sort key
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -125,8 +126,8 @@ def test_a_missing_member_is_a_key_error_and_leaves_the_counts() -> None:
     assert members.pop(BASE.key) is BASE and not members.priorities
 
 
-def _counts(values: object) -> dict[object, int]:
+def _counts(values: Iterable[object]) -> dict[object, int]:
     out: dict[object, int] = {}
-    for value in values:  # type: ignore[attr-defined]
+    for value in values:
         out[value] = out.get(value, 0) + 1
     return out
