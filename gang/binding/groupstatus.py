@@ -38,11 +38,12 @@ FitsCluster = Callable[[Mapping[str, int]], bool | None]
 def rfc3339_now() -> str:
     """The current time as the API writes it (RFC 3339, whole seconds, UTC); formatted once a
     second (every Event carries it)."""
-    return _rfc3339_second(int(time.time()))
+    return rfc3339_second(int(time.time()))
 
 
 @functools.lru_cache(maxsize=1)
-def _rfc3339_second(second: int) -> str:
+def rfc3339_second(second: int) -> str:
+    """``rfc3339`` of a whole epoch second, remembered for the last one asked."""
     return rfc3339(second)
 
 
