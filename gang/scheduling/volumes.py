@@ -21,14 +21,22 @@ ports its kube-scheduler namesake, reasons word for word:
 
 Gang-aware: members placed earlier in the same cycle count like pods already there — they take
 the static volumes they would bind (two members never count the same local disk) and their
-volumes count against a node's attach limit.
+volumes count against a node's attach limit. So do members reserved in earlier cycles and not
+bound yet (kube-scheduler's ``AssumePodVolumes`` at Reserve): VolumeBinding's Reserve assumes,
+for each unbound ``WaitForFirstConsumer`` claim of a reserved member, the static volume it will
+bind on the member's node, and every later placement counts that volume taken (and the claim as
+bound to it) until the member's PreBind ends or it is unreserved. Without it a gang whose members
+were placed over two cycles (a job's pods created a few at a time), or two gangs waiting in
+Permit together, could plan two claims onto one local disk; the member left without a disk then
+waited in PreBind with the rest of its gang bound.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -174,6 +182,10 @@ class VolumeBinding:
     _masks: dict[tuple[object, int], Mask] = field(default_factory=dict, repr=False)
     #: volumes chosen by a PreBind in flight (claim → volume), so two never take one
     _chosen: dict[Key, str] = field(default_factory=dict, repr=False)
+    #: Reserve's assumptions: unbound delayed claim → (the static volume it will bind, the
+    #: reserved member mounting it). An entry lives from the member's Reserve until its
+    #: Unreserve or the end of its PreBind, whichever comes first.
+    _assumed: dict[Key, tuple[str, Key]] = field(default_factory=dict, repr=False)
 
     def relevant(self, pod: PodInfo, snap: Snapshot, placed: Sequence[Placed]) -> bool:
         return bool(pod.rules.claims)
@@ -209,8 +221,9 @@ class VolumeBinding:
         return self._mask(snap, ("volume", volume.node_terms), volume.node_terms)
 
     def _taken(self, snap: Snapshot, placed: Sequence[Placed]) -> set[str]:
-        """Static volumes the members placed earlier in this cycle would bind."""
-        taken: set[str] = set()
+        """Static volumes reserved members will bind, and those the members placed earlier in
+        this cycle would."""
+        taken = {volume for volume, _ in self._assumed.values()}
         for member, row in placed:
             for claim in self._unbound_delayed(snap.volumes, member):
                 chosen = self._static_for(snap, claim, row, taken)
@@ -218,12 +231,58 @@ class VolumeBinding:
                     taken.add(chosen)
         return taken
 
-    @staticmethod
-    def _unbound_delayed(catalog: VolumeCatalog, pod: PodInfo) -> Iterator[Claim]:
+    def _unbound_delayed(self, catalog: VolumeCatalog, pod: PodInfo) -> Iterator[Claim]:
+        """The pod's claims still to be bound where it goes (none assumed by a reservation)."""
+        assumed = self._assumed
         for name in pod.rules.claims:
             claim = catalog.claims.get((pod.namespace, name))
-            if claim is not None and not claim.bound and catalog.delayed(claim):
+            if (
+                claim is not None
+                and not claim.bound
+                and catalog.delayed(claim)
+                and (claim.namespace, claim.name) not in assumed
+            ):
                 yield claim
+
+    # --- Reserve -------------------------------------------------------------------------------
+
+    def reserve(self, gang: Gang, assignments: Mapping[Key, str]) -> str | None:
+        """Assume, per unbound delayed claim of each placed member, the static volume it will
+        bind on the member's node (the smallest no other assumption took, as Filter counted);
+        a claim that none reaches and no provisioner can serve refuses the gang."""
+        if self.cache is None:
+            return None
+        catalog = self.cache.volumes
+        assumed: dict[Key, tuple[str, Key]] = {}
+        taken = {volume for volume, _ in self._assumed.values()}
+        for key, node in assignments.items():
+            member = gang.members.get(key)
+            if member is None or not member.rules.claims:
+                continue
+            for claim in self._unbound_delayed(catalog, member):
+                claim_key = (claim.namespace, claim.name)
+                if claim_key in assumed:
+                    continue  # shared by two members: the first one's volume
+                volume = _smallest(
+                    catalog, claim, taken, functools.partial(self._reaches, node=node)
+                )
+                if volume is not None:
+                    assumed[claim_key] = (volume, key)
+                    taken.add(volume)
+                elif catalog.provisionable(claim) is None:
+                    return (
+                        f'no available persistent volume for claim "{claim.name}" of pod '
+                        f"{member.name} on node {node}"
+                    )
+        self._assumed.update(assumed)
+        return None
+
+    def unreserve(self, gang: Gang, assignments: Mapping[Key, str]) -> None:
+        self._forget_assumed(assignments.keys())
+
+    def _forget_assumed(self, pods: Collection[Key]) -> None:
+        if self._assumed:
+            self._assumed = {c: a for c, a in self._assumed.items() if a[1] not in pods}
 
     def _static_for(self, snap: Snapshot, claim: Claim, row: int, taken: set[str]) -> str | None:
         """The smallest volume the claim could bind on ``row`` (kube-scheduler's choice)."""
@@ -250,8 +309,9 @@ class VolumeBinding:
             claim = catalog.claims.get((pod.namespace, name))
             if claim is None:
                 continue  # PreFilter said so already
-            if claim.bound:
-                volume = catalog.volumes.get(claim.volume_name)
+            assumed = self._assumed.get((claim.namespace, claim.name))
+            if claim.bound or assumed is not None:  # (assumed: as good as bound to it)
+                volume = catalog.volumes.get(assumed[0] if assumed else claim.volume_name)
                 if volume is None:
                     failed[2] = True
                 else:
@@ -303,6 +363,13 @@ class VolumeBinding:
         member = gang.members.get(pod)
         if member is None or self.cache is None or not member.rules.claims:
             return
+        try:
+            await self._bind_claims(member, node)
+        finally:
+            self._forget_assumed((pod,))  # bound now, or the member is placed anew
+
+    async def _bind_claims(self, member: PodInfo, node: str) -> None:
+        assert self.cache is not None
         catalog, kube = self.cache.volumes, self.kube
         waiting: list[Claim] = []
         for name in member.rules.claims:
@@ -314,7 +381,8 @@ class VolumeBinding:
             waiting.append(claim)
             if claim.selected_node == node or claim.volume_name:
                 continue
-            volume = self._claim_static(claim, node)
+            assumed = self._assumed.get((claim.namespace, claim.name))
+            volume = assumed[0] if assumed is not None else self._claim_static(claim, node)
             if volume is not None:
                 self._chosen[(claim.namespace, claim.name)] = volume
                 ref = {
@@ -346,13 +414,12 @@ class VolumeBinding:
                 self._chosen.pop((claim.namespace, claim.name), None)
 
     def _claim_static(self, claim: Claim, node: str) -> str | None:
-        """A static volume for the claim on ``node`` that no PreBind in flight took."""
+        """A static volume for the claim on ``node`` that no PreBind in flight took and no
+        reservation assumed."""
         assert self.cache is not None
+        taken = {*self._chosen.values(), *(volume for volume, _ in self._assumed.values())}
         return _smallest(
-            self.cache.volumes,
-            claim,
-            set(self._chosen.values()),
-            lambda volume: self._reaches(volume, node),
+            self.cache.volumes, claim, taken, lambda volume: self._reaches(volume, node)
         )
 
     async def _wait_bound(self, catalog: VolumeCatalog, claims: list[Claim], node: str) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gang.models.settings import ScoreWeights
+from gang.scheduling.gang import GangKey
 from tests.scheduler.conftest import Env, eventually, gang_env, gang_pod, podgroup
 
 ZONE = "topology.kubernetes.io/zone"
@@ -196,6 +198,74 @@ async def test_local_disks_are_not_shared_by_two_members() -> None:
         assert len(set(disks)) == 4
         for i, disk in enumerate(disks):
             assert disk.startswith(placed[f"mpi-{i}"])
+
+
+async def test_a_reserved_member_s_local_disk_is_not_planned_for_another() -> None:
+    """The same disks and gang, packing weights (no balanced allocation), and the first member
+    created alone: it is reserved with placeholders and waits in Permit, its claim not bound
+    yet. The three created after it are placed in a later cycle, which counts the disk Reserve
+    assumed for the first (kube-scheduler's AssumePodVolumes): two per node again. Without the
+    assumption the later cycle put two more on the first member's node, which has two disks,
+    and the gang was left with three members bound and one waiting in PreBind for a disk."""
+    packing = ScoreWeights(balanced_allocation=0)
+    async with gang_env("4:gpu=8,cpu=64,memory=512Gi,zones=1", weights=packing) as env:
+        storage = Storage(env)
+        await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
+        for node in ("node-00001", "node-00003"):
+            for disk in range(2):
+                await storage.volume(f"{node}-d{disk}", "local", "kubernetes.io/hostname", node)
+        for i in range(4):
+            await storage.claim(f"scratch-{i}", "local")
+        await env.api.create_podgroup(podgroup("mpi", 4, timeout=30))
+        await env.api.create_pods([mounting("mpi-0", "mpi", "scratch-0")])
+        gang = GangKey("default", "mpi")
+
+        async def waiting() -> bool:
+            found = env.scheduler.state.gangs.get(gang)
+            return found is not None and bool(found.reserved) and bool(found.placeholders)
+
+        await eventually(waiting)
+        await env.api.create_pods([mounting(f"mpi-{i}", "mpi", f"scratch-{i}") for i in (1, 2, 3)])
+        placed = await bound(env, [f"mpi-{i}" for i in range(4)])
+        assert sorted(placed.values()) == ["node-00001"] * 2 + ["node-00003"] * 2
+        claims = await storage.claims()
+        disks = [claims[f"scratch-{i}"]["spec"]["volumeName"] for i in range(4)]
+        assert len(set(disks)) == 4
+        for i, disk in enumerate(disks):
+            assert disk.startswith(placed[f"mpi-{i}"])
+        assert not env.scheduler.cycle.profiles["gang-scheduler"].pre_binds[0]._assumed
+
+
+async def test_a_disk_assumed_for_a_gang_in_permit_is_not_another_gang_s() -> None:
+    """One local disk in the cluster. A gang of two has one member created: it is reserved on
+    the disk's node and waits in Permit, the disk assumed for its claim. A lone pod wanting a
+    disk of the same class then finds none (it would have taken this one, and the gang's
+    member would have waited in PreBind); once the gang's second member comes, the gang binds
+    with the disk."""
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
+        storage = Storage(env)
+        await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
+        await storage.volume("node-00001-d0", "local", "kubernetes.io/hostname", "node-00001")
+        for name in ("first", "lone"):
+            await storage.claim(name, "local")
+        await env.api.create_podgroup(podgroup("pair", 2, timeout=30))
+        await env.api.create_pods([mounting("pair-0", "pair", "first")])
+        gang = GangKey("default", "pair")
+
+        async def waiting() -> bool:
+            found = env.scheduler.state.gangs.get(gang)
+            return found is not None and bool(found.reserved) and bool(found.placeholders)
+
+        await eventually(waiting)
+        await env.api.create_pods([mounting("lone", None, "lone")])
+        await told(env, "lone", "didn't find available persistent volumes to bind")
+        assert "lone" not in await env.api.bound()
+        await env.api.create_pods([gang_pod("pair-1", "pair", gpu=1, cpu="100m", memory="128Mi")])
+        placed = await bound(env, ["pair-0", "pair-1"])
+        assert placed["pair-0"] == "node-00001"
+        claims = await storage.claims()
+        assert claims["first"]["spec"]["volumeName"] == "node-00001-d0"
+        assert "lone" not in await env.api.bound()
 
 
 async def test_csi_attach_limits_count_the_gang_s_own_volumes() -> None:

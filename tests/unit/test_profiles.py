@@ -31,7 +31,7 @@ def test_default_profile_has_every_builtin_at_its_points() -> None:
         "DynamicResources",
     ]
     assert [x.name for x in p.pre_binds] == ["VolumeBinding", "DynamicResources"]
-    assert [x.name for x in p.reserves] == ["DynamicResources"]
+    assert [x.name for x in p.reserves] == ["VolumeBinding", "DynamicResources"]
     assert [f.name for f in p.static_filters] == [
         "NodeUnschedulable",
         "TaintToleration",
