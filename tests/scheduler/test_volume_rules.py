@@ -123,6 +123,42 @@ async def bound(env: Env, names: list[str], within: float = 15) -> dict[str, str
     return {n: placed[n] for n in names}
 
 
+async def two_disks_on_two_nodes(env: Env) -> Storage:
+    """Local disks ``node-00001-d0/d1`` and ``node-00003-d0/d1`` of a static-only
+    ``WaitForFirstConsumer`` class, and four unbound claims ``scratch-0..3`` of it."""
+    storage = Storage(env)
+    await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
+    for node in ("node-00001", "node-00003"):
+        for disk in range(2):
+            await storage.volume(f"{node}-d{disk}", "local", "kubernetes.io/hostname", node)
+    for i in range(4):
+        await storage.claim(f"scratch-{i}", "local")
+    return storage
+
+
+async def each_on_its_own_disk(env: Env, storage: Storage) -> None:
+    """``mpi-0..3`` bound, two per disk node, each claim on a disk of its own pod's node."""
+    placed = await bound(env, [f"mpi-{i}" for i in range(4)])
+    assert sorted(placed.values()) == ["node-00001"] * 2 + ["node-00003"] * 2
+    claims = await storage.claims()
+    disks = [claims[f"scratch-{i}"]["spec"]["volumeName"] for i in range(4)]
+    assert len(set(disks)) == 4
+    for i, disk in enumerate(disks):
+        assert disk.startswith(placed[f"mpi-{i}"])
+
+
+async def waits_in_permit(env: Env, group: str) -> None:
+    """Until gang ``group`` holds reservations and placeholders: its members so far wait in
+    Permit for the rest."""
+    key = GangKey("default", group)
+
+    async def waiting() -> bool:
+        found = env.scheduler.state.gangs.get(key)
+        return found is not None and bool(found.reserved) and bool(found.placeholders)
+
+    await eventually(waiting)
+
+
 async def told(env: Env, pod: str | set[str], words: str) -> None:
     """A FailedScheduling Event with ``words`` reached ``pod`` (or one of a set of pods)."""
     pods = {pod} if isinstance(pod, str) else pod
@@ -182,22 +218,10 @@ async def test_local_disks_are_not_shared_by_two_members() -> None:
     """Two local disks on each of two nodes, four members with their own WaitForFirstConsumer
     claims of a static-only class: every member gets its own disk, two per node."""
     async with gang_env("4:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
-        storage = Storage(env)
-        await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
-        for node in ("node-00001", "node-00003"):
-            for disk in range(2):
-                await storage.volume(f"{node}-d{disk}", "local", "kubernetes.io/hostname", node)
-        for i in range(4):
-            await storage.claim(f"scratch-{i}", "local")
+        storage = await two_disks_on_two_nodes(env)
         await env.api.create_podgroup(podgroup("mpi", 4, timeout=30))
         await env.api.create_pods([mounting(f"mpi-{i}", "mpi", f"scratch-{i}") for i in range(4)])
-        placed = await bound(env, [f"mpi-{i}" for i in range(4)])
-        assert sorted(placed.values()) == ["node-00001"] * 2 + ["node-00003"] * 2
-        claims = await storage.claims()
-        disks = [claims[f"scratch-{i}"]["spec"]["volumeName"] for i in range(4)]
-        assert len(set(disks)) == 4
-        for i, disk in enumerate(disks):
-            assert disk.startswith(placed[f"mpi-{i}"])
+        await each_on_its_own_disk(env, storage)
 
 
 async def test_a_reserved_member_s_local_disk_is_not_planned_for_another() -> None:
@@ -209,30 +233,12 @@ async def test_a_reserved_member_s_local_disk_is_not_planned_for_another() -> No
     and the gang was left with three members bound and one waiting in PreBind for a disk."""
     packing = ScoreWeights(balanced_allocation=0)
     async with gang_env("4:gpu=8,cpu=64,memory=512Gi,zones=1", weights=packing) as env:
-        storage = Storage(env)
-        await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
-        for node in ("node-00001", "node-00003"):
-            for disk in range(2):
-                await storage.volume(f"{node}-d{disk}", "local", "kubernetes.io/hostname", node)
-        for i in range(4):
-            await storage.claim(f"scratch-{i}", "local")
+        storage = await two_disks_on_two_nodes(env)
         await env.api.create_podgroup(podgroup("mpi", 4, timeout=30))
         await env.api.create_pods([mounting("mpi-0", "mpi", "scratch-0")])
-        gang = GangKey("default", "mpi")
-
-        async def waiting() -> bool:
-            found = env.scheduler.state.gangs.get(gang)
-            return found is not None and bool(found.reserved) and bool(found.placeholders)
-
-        await eventually(waiting)
+        await waits_in_permit(env, "mpi")
         await env.api.create_pods([mounting(f"mpi-{i}", "mpi", f"scratch-{i}") for i in (1, 2, 3)])
-        placed = await bound(env, [f"mpi-{i}" for i in range(4)])
-        assert sorted(placed.values()) == ["node-00001"] * 2 + ["node-00003"] * 2
-        claims = await storage.claims()
-        disks = [claims[f"scratch-{i}"]["spec"]["volumeName"] for i in range(4)]
-        assert len(set(disks)) == 4
-        for i, disk in enumerate(disks):
-            assert disk.startswith(placed[f"mpi-{i}"])
+        await each_on_its_own_disk(env, storage)
         assert not env.scheduler.cycle.profiles["gang-scheduler"].pre_binds[0]._assumed
 
 
@@ -250,13 +256,7 @@ async def test_a_disk_assumed_for_a_gang_in_permit_is_not_another_gang_s() -> No
             await storage.claim(name, "local")
         await env.api.create_podgroup(podgroup("pair", 2, timeout=30))
         await env.api.create_pods([mounting("pair-0", "pair", "first")])
-        gang = GangKey("default", "pair")
-
-        async def waiting() -> bool:
-            found = env.scheduler.state.gangs.get(gang)
-            return found is not None and bool(found.reserved) and bool(found.placeholders)
-
-        await eventually(waiting)
+        await waits_in_permit(env, "pair")
         await env.api.create_pods([mounting("lone", None, "lone")])
         await told(env, "lone", "didn't find available persistent volumes to bind")
         assert "lone" not in await env.api.bound()
