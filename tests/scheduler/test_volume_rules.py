@@ -159,6 +159,22 @@ async def waits_in_permit(env: Env, group: str) -> None:
     await eventually(waiting)
 
 
+async def one_disk_held_in_permit(env: Env, permit_seconds: int) -> Storage:
+    """One local disk, on ``node-00001``; gang ``pair`` of two (``permit_seconds`` in Permit), one
+    member created, mounting claim ``first``, reserved and waiting; then a lone pod ``lone``
+    mounting claim ``lone`` of the same class."""
+    storage = Storage(env)
+    await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
+    await storage.volume("node-00001-d0", "local", "kubernetes.io/hostname", "node-00001")
+    for name in ("first", "lone"):
+        await storage.claim(name, "local")
+    await env.api.create_podgroup(podgroup("pair", 2, timeout=permit_seconds))
+    await env.api.create_pods([mounting("pair-0", "pair", "first")])
+    await waits_in_permit(env, "pair")
+    await env.api.create_pods([mounting("lone", None, "lone")])
+    return storage
+
+
 async def told(env: Env, pod: str | set[str], words: str) -> None:
     """A FailedScheduling Event with ``words`` reached ``pod`` (or one of a set of pods)."""
     pods = {pod} if isinstance(pod, str) else pod
@@ -249,15 +265,7 @@ async def test_a_disk_assumed_for_a_gang_in_permit_is_not_another_gang_s() -> No
     member would have waited in PreBind); once the gang's second member comes, the gang binds
     with the disk."""
     async with gang_env("2:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
-        storage = Storage(env)
-        await storage.storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
-        await storage.volume("node-00001-d0", "local", "kubernetes.io/hostname", "node-00001")
-        for name in ("first", "lone"):
-            await storage.claim(name, "local")
-        await env.api.create_podgroup(podgroup("pair", 2, timeout=30))
-        await env.api.create_pods([mounting("pair-0", "pair", "first")])
-        await waits_in_permit(env, "pair")
-        await env.api.create_pods([mounting("lone", None, "lone")])
+        storage = await one_disk_held_in_permit(env, permit_seconds=30)
         await told(env, "lone", "didn't find available persistent volumes to bind")
         assert "lone" not in await env.api.bound()
         await env.api.create_pods([gang_pod("pair-1", "pair", gpu=1, cpu="100m", memory="128Mi")])
@@ -266,6 +274,17 @@ async def test_a_disk_assumed_for_a_gang_in_permit_is_not_another_gang_s() -> No
         claims = await storage.claims()
         assert claims["first"]["spec"]["volumeName"] == "node-00001-d0"
         assert "lone" not in await env.api.bound()
+
+
+async def test_a_gang_that_times_out_in_permit_gives_its_assumed_disk_back() -> None:
+    """The same one disk, held by a gang whose second member never comes: when its Permit wait
+    times out it is unreserved, the disk's assumption with it, and the lone pod binds there."""
+    async with gang_env("2:gpu=8,cpu=64,memory=512Gi,zones=1") as env:
+        storage = await one_disk_held_in_permit(env, permit_seconds=2)
+        assert (await bound(env, ["lone"]))["lone"] == "node-00001"
+        claims = await storage.claims()
+        assert claims["lone"]["spec"]["volumeName"] == "node-00001-d0"
+        assert "pair-0" not in await env.api.bound()
 
 
 async def test_csi_attach_limits_count_the_gang_s_own_volumes() -> None:
