@@ -407,6 +407,7 @@ def make_plan(config: ChaosConfig) -> ChaosPlan:
             watch_drop_after=round(rng.uniform(2.0, 4.0), 3),
             binding_latency=0.01,
             drop_event_rate=0.05,
+            drop_first_event=True,
             seed=config.seed,
         )
     else:

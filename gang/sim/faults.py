@@ -48,6 +48,9 @@ class Faults:
     #: probability that one watch event is silently not sent to one watcher; the stream goes
     #: on, so the watcher never learns of the change until it lists again.
     drop_event_rate: float = 0.0
+    #: drop the first watch event that ``drop_event_rate`` could drop, whatever the draw: a run
+    #: whose watches are mostly cut (so few events flow) still loses one (the chaos runs)
+    drop_first_event: bool = False
     #: (method, path) → how many more such requests to answer 409 Conflict, as if the object
     #: had changed since it was read (a write racing another writer, on demand)
     conflicts: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -95,7 +98,10 @@ class Faults:
 
     def drop_event(self) -> bool:
         """Whether to silently skip the next watch event for one watcher."""
-        if self.drop_event_rate > 0 and self._rng.random() < self.drop_event_rate:
+        if self.drop_event_rate > 0 and (
+            (self.drop_first_event and not self.counts.events_dropped)
+            or self._rng.random() < self.drop_event_rate
+        ):
             self.counts.events_dropped += 1
             return True
         return False

@@ -124,3 +124,14 @@ async def test_audit_records_request_arrivals_and_answers() -> None:
         ]
         assert [r.status for r in records[:2]] == [429, 200]
         assert records[0].at <= records[1].at <= records[2].at
+
+
+def test_the_first_event_a_rate_could_drop_is_dropped_when_asked() -> None:
+    """``drop_first_event``: a chaos run loses at least one watch event however few flow; after
+    the first, the rate alone decides (here: practically never). Off, the first is a draw."""
+    sure = Faults(drop_event_rate=1e-9, drop_first_event=True, seed=1)
+    assert [sure.drop_event() for _ in range(1000)] == [True] + [False] * 999
+    assert sure.counts.events_dropped == 1
+    drawn = Faults(drop_event_rate=1e-9, seed=1)
+    assert not any(drawn.drop_event() for _ in range(1000))
+    assert not Faults(drop_first_event=True).drop_event()  # no rate: nothing dropped
