@@ -286,8 +286,7 @@ class Gang:
     def bound_seen(self, key: Key) -> None:
         """The informer showed member ``key`` bound: its reservation and binding are over."""
         self.reserved.pop(key, None)
-        self.binding.discard(key)  # (``binding_over``, inline: once per bound pod)
-        self.bound_unseen.discard(key)
+        self.binding_over(key)
 
     def binding_over(self, key: Key) -> None:
         """Member ``key`` is no longer being bound (seen bound, or gone)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gang.state.podinfo import TERMINAL_PHASES, PodInfo
+from gang.state.podinfo import PodInfo
 
 Key = tuple[str, str]
 
@@ -137,7 +137,7 @@ class Members(dict[Key, PodInfo]):
 
 def _is_bound(pod: PodInfo) -> int:
     """1 for a member ``Gang.bound`` lists (a node named, not finished), else 0."""
-    return 1 if pod.node_name and pod.phase not in TERMINAL_PHASES else 0
+    return 1 if pod.node_name and not pod.terminal else 0
 
 
 def _plus(counts: dict[Any, int], value: Any) -> None:

@@ -223,7 +223,7 @@ class VolumeBinding:
     def _taken(self, snap: Snapshot, placed: Sequence[Placed]) -> set[str]:
         """Static volumes reserved members will bind, and those the members placed earlier in
         this cycle would."""
-        taken = {volume for volume, _ in self._assumed.values()}
+        taken = self._assumed_volumes()
         for member, row in placed:
             for claim in self._unbound_delayed(snap.volumes, member):
                 chosen = self._static_for(snap, claim, row, taken)
@@ -254,7 +254,7 @@ class VolumeBinding:
             return None
         catalog = self.cache.volumes
         assumed: dict[Key, tuple[str, Key]] = {}
-        taken = {volume for volume, _ in self._assumed.values()}
+        taken = self._assumed_volumes()
         for key, node in assignments.items():
             member = gang.members.get(key)
             if member is None or not member.rules.claims:
@@ -279,6 +279,10 @@ class VolumeBinding:
 
     def unreserve(self, gang: Gang, assignments: Mapping[Key, str]) -> None:
         self._forget_assumed(assignments.keys())
+
+    def _assumed_volumes(self) -> set[str]:
+        """The static volumes reserved members will bind (a fresh set: callers add to it)."""
+        return {volume for volume, _ in self._assumed.values()}
 
     def _forget_assumed(self, pods: Collection[Key]) -> None:
         if self._assumed:
@@ -417,7 +421,7 @@ class VolumeBinding:
         """A static volume for the claim on ``node`` that no PreBind in flight took and no
         reservation assumed."""
         assert self.cache is not None
-        taken = {*self._chosen.values(), *(volume for volume, _ in self._assumed.values())}
+        taken = self._assumed_volumes() | set(self._chosen.values())
         return _smallest(
             self.cache.volumes, claim, taken, lambda volume: self._reaches(volume, node)
         )

@@ -81,7 +81,7 @@ NODE_SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExi
 TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
 
 _DEFAULT_SCHEDULER: Final = "default-scheduler"
-TERMINAL_PHASES: Final = ("Succeeded", "Failed")
+_TERMINAL_PHASES: Final = ("Succeeded", "Failed")
 _QOS_RESOURCES: Final = ("cpu", "memory")
 _MAX_SHOWN: Final = 64  # longest offending value quoted in an error message
 
@@ -211,7 +211,7 @@ class PodInfo:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in TERMINAL_PHASES
+        return self.phase in _TERMINAL_PHASES
 
     @property
     def assigned(self) -> bool:
