@@ -22,7 +22,9 @@ from gang.scheduling import framework as fw
 from gang.scheduling.dra.plugin import DynamicResources
 from gang.scheduling.interpodaffinity import InterPodAffinity
 from gang.scheduling.plugins import (
+    BALANCED_RESOURCES,
     BUILTIN,
+    BalancedAllocation,
     GangPermit,
     MinResources,
 )
@@ -52,7 +54,31 @@ def _builtin_factories() -> dict[str, Factory]:
     factories["DynamicResources"] = lambda args, ctx: DynamicResources(ctx.kube, ctx.cache)
     factories["PodTopologySpread"] = _topology_spread
     factories["GangPreemption"] = _gang_preemption
+    factories["BalancedAllocation"] = _balanced_allocation
     return factories
+
+
+def _balanced_allocation(args: dict[str, Any], ctx: fw.PluginContext) -> BalancedAllocation:
+    """kube-scheduler's NodeResourcesBalancedAllocationArgs: ``resources``, a list of
+    ``{name, weight}`` (the weight is checked as there, and unused there too: every resource
+    counts alike in a standard deviation)."""
+    specs = args.get("resources", [{"name": name, "weight": 1} for name in BALANCED_RESOURCES])
+    if not isinstance(specs, list) or not specs:
+        raise ValueError("resources must be a non-empty list of {name, weight}")
+    names: list[str] = []
+    for spec in specs:
+        name = spec.get("name") if isinstance(spec, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"each of resources needs a name, got {spec!r}")
+        weight = spec.get("weight", 1)
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
+            raise ValueError(
+                f"resources[{name}].weight must be an integer in 1..100, got {weight!r}"
+            )
+        if name in names:
+            raise ValueError(f"resources names {name!r} twice")
+        names.append(name)
+    return BalancedAllocation(names)
 
 
 def _inter_pod_affinity(args: dict[str, Any], ctx: fw.PluginContext) -> InterPodAffinity:

@@ -18,12 +18,13 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 class ScoreWeights(BaseModel):
     """Weights of the node scores (0 disables one). Scores are 0-100 before weighting.
 
-    The default packs (most-allocated): gangs of accelerators suffer most from fragmentation,
-    since a 64-GPU gang needs whole free nodes; balanced allocation keeps cpu/memory/gpu use
-    even on a node, and gang packing keeps a gang's members in one topology domain. The scores
-    of the rules users write (preferred node affinity, PreferNoSchedule taints, preferred pod
-    affinity, soft spread) weigh as in kube-scheduler's default profile; they only count for
-    pods that state such a rule.
+    The default packs (most-allocated, over cpu, memory and whatever else a pod asks for):
+    gangs of accelerators suffer most from fragmentation, since a 64-GPU gang needs whole free
+    nodes; balanced allocation keeps cpu and memory use even on a node (as kube-scheduler's; a
+    profile's ``plugin_args`` may add resources), and gang packing keeps a gang's members in one
+    topology domain. The scores of the rules users write (preferred node affinity,
+    PreferNoSchedule taints, preferred pod affinity, soft spread) weigh as in kube-scheduler's
+    default profile; they only count for pods that state such a rule.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -1066,13 +1066,14 @@ class Placer:
 
     def _score_columns(self, vec: Vector) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Vector]:
         """The resource columns scores consider for a request (cached per request vector):
-        what it asks for besides the pod slot, or cpu and memory if nothing else."""
+        cpu and memory always (as kube-scheduler's resource scores do, a pod asking for none
+        included), then every other resource it asks for besides the pod slot."""
         key = vec.tobytes()
         found = self._columns.get(key)
         if found is None:
-            wanted = [int(c) for c in np.flatnonzero(vec > 0) if self.index.names[c] != "pods"]
-            if not wanted:
-                wanted = [self.index.column("cpu"), self.index.column("memory")]
+            base = [self.index.column("cpu"), self.index.column("memory")]
+            asked = [int(c) for c in np.flatnonzero(vec > 0) if self.index.names[c] != "pods"]
+            wanted = [*base, *(c for c in asked if c not in base)]
             cols = np.array(wanted, dtype=np.intp)
             found = self._columns[key] = (
                 cols,

@@ -366,15 +366,63 @@ class MostAllocated(_Bounded):
         return _floats(s.utilization.mean(axis=1) * MAX_NODE_SCORE)
 
 
+#: what kube-scheduler's NodeResourcesBalancedAllocation balances unless told otherwise
+BALANCED_RESOURCES: tuple[str, ...] = ("cpu", "memory")
+
+
 class BalancedAllocation(_Bounded):
-    """Prefer nodes whose resources stay evenly used (no GPUs stranded without CPUs)."""
+    """Prefer nodes whose CPU and memory stay evenly used, after the member: 100 x (1 - the
+    standard deviation of the used fractions), as kube-scheduler's NodeResourcesBalancedAllocation
+    scores. ``resources`` names what it balances (its args' ``resources``); one beyond CPU and
+    memory (an accelerator) counts only for a pod that asks for it, and a resource counts only
+    on a node that has it, as there.
+
+    Accelerators are left out by default, as kube-scheduler leaves them: counted, a one-GPU
+    member's eighth of a node's GPUs beside its sliver of CPU unbalances a node more than
+    MostAllocated gains by filling it, and a gang of such members lands one per node, the
+    fragmentation packing is there to prevent."""
 
     name = "BalancedAllocation"
 
+    def __init__(self, resources: Sequence[str] = BALANCED_RESOURCES) -> None:
+        self.resources = tuple(dict.fromkeys(resources))
+        #: per tuple of considered resource names: the positions among them it balances
+        self._positions: dict[tuple[str, ...], npt.NDArray[np.intp]] = {}
+
     def score(self, s: ScoreInput) -> Scores:
-        if s.utilization.shape[1] < 2:
+        positions = self._positions.get(s.resources)
+        if positions is None:
+            wanted = [i for i, name in enumerate(s.resources) if name in self.resources]
+            positions = self._positions[s.resources] = np.array(wanted, dtype=np.intp)
+        if len(positions) < 2:
             return np.full(len(s.candidates), MAX_NODE_SCORE)
-        return _floats((1.0 - s.utilization.std(axis=1)) * MAX_NODE_SCORE)
+        allocatable = s.allocatable[:, positions]
+        has = allocatable > 0
+        fractions = np.zeros(allocatable.shape, dtype=np.float64)
+        np.divide(allocatable - s.free_after[:, positions], allocatable, out=fractions, where=has)
+        np.minimum(fractions, 1.0, out=fractions)
+        if has.all() and len(positions) == 2:  # (kube-scheduler's exact form for two)
+            spread = np.abs(fractions[:, 0] - fractions[:, 1]) / 2
+        else:
+            spread = _std_where(fractions, has)
+        return _floats((1.0 - spread) * MAX_NODE_SCORE)
+
+
+def _std_where(values: npt.NDArray[np.float64], counted: Mask) -> npt.NDArray[np.float64]:
+    """Per row: the population standard deviation of the ``counted`` values (0 for fewer than
+    two); two values give half their difference, as kube-scheduler computes it."""
+    n = counted.sum(axis=1)
+    total = np.where(counted, values, 0.0).sum(axis=1)
+    mean = np.divide(total, n, out=np.zeros(len(n)), where=n > 0)
+    squares = np.where(counted, (values - mean[:, None]) ** 2, 0.0).sum(axis=1)
+    spread = np.sqrt(np.divide(squares, n, out=np.zeros(len(n)), where=n > 0))
+    two = n == 2
+    if two.any():
+        high = np.where(counted, values, -np.inf).max(axis=1)
+        low = np.where(counted, values, np.inf).min(axis=1)
+        spread[two] = (high[two] - low[two]) / 2
+    spread[n < 2] = 0.0
+    return _floats(spread)
 
 
 class GangPacking(_Bounded):

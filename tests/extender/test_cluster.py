@@ -36,10 +36,12 @@ class Pods:
     def __init__(self, api_client: Any) -> None:
         self.core = k8s.CoreV1Api(api_client)
 
-    async def bound(self, name: str, node: str, gpu: int, cpu: str = "1") -> None:
-        await self.core.create_namespaced_pod(
-            "default", pod(name, gpu=gpu, cpu=cpu, scheduler="other")
-        )
+    async def bound(
+        self, name: str, node: str, gpu: int, cpu: str = "1", memory: str = "1Gi"
+    ) -> None:
+        manifest = pod(name, gpu=gpu, cpu=cpu, scheduler="other")
+        manifest["spec"]["containers"][0]["resources"]["limits"]["memory"] = memory
+        await self.core.create_namespaced_pod("default", manifest)
         await self.core.create_namespaced_pod_binding(
             name,
             "default",
@@ -82,9 +84,10 @@ async def test_node_cache_capable_filter_and_prioritize_count_bound_pods() -> No
     ):
         pods = Pods(api_client)
         # other schedulers' pods: node-00000 full, node-00001 has 2 GPUs left, node-00002 4
+        # (and its CPU and memory used alike: balanced either way)
         await pods.bound("full", "node-00000", 8)
         await pods.bound("most", "node-00001", 6)
-        await pods.bound("half", "node-00002", 4, cpu="16")
+        await pods.bound("half", "node-00002", 4, cpu="4", memory="16Gi")
 
         async def counted() -> bool:
             free = cache.cache.free_of

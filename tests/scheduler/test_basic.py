@@ -48,3 +48,34 @@ async def test_pods_of_other_schedulers_are_left_alone() -> None:
 
         await eventually(ours_bound)
         assert "theirs" not in await env.api.bound()
+
+
+async def test_gangs_of_one_gpu_pods_pack_whole_nodes_leaving_whole_nodes_free() -> None:
+    """With the default weights, two gangs of eight one-GPU pods (half a CPU each, the bench's
+    pods on its nodes) fill one node each, so a gang of two eight-GPU pods (whole nodes) fits
+    beside them. Spread one member per node, the first two gangs would leave no node whole and
+    the big gang would wait for ever."""
+    async with gang_env("4:gpu=8,cpu=64,memory=512Gi,zones=2") as env:
+        api = env.api
+        for name in ("a", "b"):
+            await api.create_podgroup(podgroup(name, 8))
+            await api.create_pods(
+                [gang_pod(f"{name}-{i}", name, gpu=1, cpu="500m") for i in range(8)]
+            )
+
+            async def placed(name: str = name) -> bool:
+                bound = await api.bound()
+                return all(f"{name}-{i}" in bound for i in range(8))
+
+            await eventually(placed)
+        bound = await api.bound()
+        for name in ("a", "b"):
+            assert len({bound[f"{name}-{i}"] for i in range(8)}) == 1, bound
+        await api.create_podgroup(podgroup("big", 2))
+        await api.create_pods([gang_pod(f"big-{i}", "big", gpu=8) for i in range(2)])
+
+        async def big_bound() -> bool:
+            return {"big-0", "big-1"} <= set(await api.bound())
+
+        await eventually(big_bound)
+        await api.assert_not_overcommitted()

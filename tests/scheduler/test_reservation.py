@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -80,12 +80,16 @@ async def stream(env: Env, count: int, every: float, run: float, prefix: str = "
         await asyncio.sleep(every)
 
 
-async def fill(env: Env, gangs: int, first_end: float, spacing: float) -> None:
-    """Fill the cluster with small gangs (4 x 1 GPU) finishing one after another."""
-    for i in range(gangs):
-        await gang_of(env, f"f{i:03d}", 4, 1, first_end + i * spacing)
-    pods = [f"f{i:03d}-{j}" for i in range(gangs) for j in range(4)]
+async def fill(env: Env, ends: Sequence[float]) -> None:
+    """Fill the cluster with small gangs (4 x 1 GPU), the i-th running ``ends[i]`` seconds."""
+    for i, run in enumerate(ends):
+        await gang_of(env, f"f{i:03d}", 4, 1, run)
+    pods = [f"f{i:03d}-{j}" for i in range(len(ends)) for j in range(4)]
     await eventually(lambda: bound_all(env, pods), within=15)
+
+
+def one_after_another(gangs: int, first_end: float, spacing: float) -> list[float]:
+    return [first_end + i * spacing for i in range(gangs)]
 
 
 def reservation_of(env: Env, name: str) -> Any:
@@ -129,11 +133,13 @@ async def high_priority(env: Env) -> None:
 
 async def test_big_gang_binds_once_its_reserved_nodes_drain_while_a_stream_flows() -> None:
     """The issue's scenario at a quarter of the size: 8 nodes x 8 GPUs kept full by small gangs
-    (4 x 1 GPU; the oldest finishes and a new one arrives every 0.25 s); a gang of 4 x 8 GPUs
-    (half the cluster) created before the stream. It reserves the nodes that drain first and
-    binds once they have, while the stream keeps flowing elsewhere."""
+    (4 x 1 GPU, packed two to a node in creation order: one half of each node frees every
+    0.25 s from 1 s, node by node, the other halves every 0.25 s from 3 s; a new gang arrives
+    every 0.25 s); a gang of 4 x 8 GPUs (half the cluster) created before the stream. It
+    reserves the nodes that drain first and binds once they have, while the stream flows into
+    the halves freed on the other nodes."""
     async with cluster("8:gpu=8") as env:
-        await fill(env, 16, first_end=1.0, spacing=0.25)
+        await fill(env, [1.0 + 0.25 * (i // 2) + (2.0 if i % 2 else 0.0) for i in range(16)])
         big = await gang_of(env, "big", 4, 8, run=30)
         feeder = asyncio.create_task(stream(env, 48, every=0.25, run=4.0))
         try:
@@ -160,7 +166,7 @@ async def test_big_gang_binds_once_its_reserved_nodes_drain_while_a_stream_flows
 async def test_without_reservations_the_stream_starves_the_big_gang() -> None:
     """The same cluster with reservations off: every freed GPU goes to the next small gang."""
     async with cluster("8:gpu=8", reservations=False) as env:
-        await fill(env, 16, first_end=1.0, spacing=0.25)
+        await fill(env, one_after_another(16, first_end=1.0, spacing=0.25))
         big = await gang_of(env, "big", 4, 8, run=30)
         feeder = asyncio.create_task(stream(env, 48, every=0.15, run=4.0))
         try:
