@@ -146,6 +146,12 @@ class _Previous:
     scores: npt.NDArray[np.float64]  # their local scores (-inf once a row stops fitting)
     last: int  # the row chosen last: the only one whose state changed since
     domains_used: int
+    #: the score ``last`` had when it was chosen as the best of ``scores`` (None: chosen by
+    #: rule-aware plugins too, or rows other than ``last`` have changed since). While only
+    #: ``last`` changes, it stays the best as long as its score does not drop below this: every
+    #: other row scored no higher then, and a row scoring the same lies after it. Packing keeps
+    #: a gang's members on one node, so this spares most members the search of every row.
+    best_score: float | None = None
 
 
 @dataclass(slots=True)
@@ -784,18 +790,20 @@ class Placer:
                 and previous.domains_used == len(used_domains)
             ):
                 # only the row the previous member took has changed for the local plugins
-                self._rejudge(snap, free, previous, previous.last, vec, used_domains, quota)
-                row = (
-                    self._choose(
-                        NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed),
-                        previous.candidates,
-                        previous.scores,
-                        active,
-                        used_domains,
+                score = self._rejudge(snap, free, previous, previous.last, vec, used_domains, quota)
+                if active:
+                    view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
+                    row = self._choose(
+                        view, previous.candidates, previous.scores, active, used_domains
                     )
-                    if active
-                    else _best(previous.candidates, previous.scores)  # a plain pod
-                )
+                    previous.best_score = None
+                elif previous.best_score is not None and score >= previous.best_score:
+                    row = previous.last  # still the best (a plain pod)
+                    previous.best_score = score
+                else:
+                    at = _best_at(previous.scores)  # a plain pod
+                    row = None if at is None else int(previous.candidates[at])
+                    previous.best_score = None if at is None else float(previous.scores[at])
                 if row is not None:
                     free[row] -= vec
                     chosen[pod.key] = row
@@ -832,7 +840,8 @@ class Placer:
             placed.append((pod, row))
             if self._domains[row] >= 0:
                 used_domains.add(int(self._domains[row]))
-            previous = _Previous(signature, candidates, local, row, len(used_domains))
+            best = None if active else float(local[int(candidates.searchsorted(row))])
+            previous = _Previous(signature, candidates, local, row, len(used_domains), best)
             _spend(quota, row, previous)
             for port in pod.constraints.host_ports:
                 key = host_port_key(port)
@@ -923,6 +932,7 @@ class Placer:
                 return None  # a row that failed the filters may pass them now
             for row in changed[known]:
                 self._rejudge(snap, free, previous, int(row), vec, used, quota)
+            previous.best_score = None  # rows besides the last may score higher now
         return previous
 
     def _choose(
@@ -984,13 +994,13 @@ class Placer:
         vec: Vector,
         used: set[int],
         quota: _Quota | None,
-    ) -> None:
-        """Re-judge one of the previous pass's candidates by the local plugins."""
+    ) -> float:
+        """Re-judge one of the previous pass's candidates by the local plugins; its new score."""
         position = int(previous.candidates.searchsorted(row))
-        if quota is not None and quota.closed(row):
-            previous.scores[position] = -np.inf
-        else:
-            previous.scores[position] = self._row_score(snap, free, row, vec, used)
+        closed = quota is not None and quota.closed(row)
+        score = -np.inf if closed else self._row_score(snap, free, row, vec, used)
+        previous.scores[position] = score
+        return score
 
     def _row_score(
         self, snap: Snapshot, free: npt.NDArray[np.int64], row: int, vec: Vector, used: set[int]
@@ -1316,10 +1326,16 @@ def _unlabelled_note(tree: DomainTree) -> str:
 
 def _best(candidates: npt.NDArray[np.intp], local: npt.NDArray[np.float64]) -> int | None:
     """The candidate with the highest score (the lowest row of a tie); None if none fits."""
+    at = _best_at(local)
+    return None if at is None else int(candidates[at])
+
+
+def _best_at(local: npt.NDArray[np.float64]) -> int | None:
+    """Where the highest score is (the first of a tie); None if none fits."""
     if not len(local):
         return None
     best = int(local.argmax())
-    return None if local[best] == -np.inf else int(candidates[best])
+    return None if local[best] == -np.inf else best
 
 
 def _give_back(
