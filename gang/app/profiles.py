@@ -70,6 +70,9 @@ def _balanced_allocation(args: dict[str, Any], ctx: fw.PluginContext) -> Balance
         name = spec.get("name") if isinstance(spec, dict) else None
         if not isinstance(name, str) or not name:
             raise ValueError(f"each of resources needs a name, got {spec!r}")
+        unknown = sorted(set(spec) - {"name", "weight"})
+        if unknown:
+            raise ValueError(f"resources[{name}] has unknown field(s) {unknown}")
         weight = spec.get("weight", 1)
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
             raise ValueError(

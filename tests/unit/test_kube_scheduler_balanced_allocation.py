@@ -70,6 +70,7 @@ def test_the_default_balances_cpu_and_memory_only() -> None:
         ({"resources": [{"name": "cpu", "weight": 0}]}, "resources[cpu].weight must be an integer"),
         ({"resources": [{"name": "cpu", "weight": True}]}, "must be an integer in 1..100"),
         ({"resources": [{"name": "cpu"}, {"name": "cpu"}]}, "names 'cpu' twice"),
+        ({"resources": [{"name": "cpu", "wieght": 2}]}, "unknown field(s) ['wieght']"),
     ],
 )
 def test_bad_balanced_allocation_args_are_refused_by_name(args: Any, message: str) -> None:
