@@ -145,6 +145,8 @@ class _Previous:
     candidates: npt.NDArray[np.intp]  # rows that passed, ascending
     scores: npt.NDArray[np.float64]  # their local scores (-inf once a row stops fitting)
     last: int  # the row chosen last: the only one whose state changed since
+    #: how many domains the gang used when ``scores`` were computed: once a member opens
+    #: another, GangPacking scores that domain's rows higher, so the pass is not reused
     domains_used: int
     #: the score ``last`` had when it was chosen as the best of ``scores`` (None: chosen by
     #: rule-aware plugins too, or rows other than ``last`` have changed since). While only
@@ -809,6 +811,8 @@ class Placer:
                     chosen[pod.key] = row
                     placed.append((pod, row))
                     previous.last = row
+                    if self._domains[row] >= 0:  # (a domain it opens: the next one re-scores)
+                        used_domains.add(int(self._domains[row]))
                     _spend(quota, row, previous)
                     continue
             view = NodeFilterInput(snap, free, pod, vec, self.index, claimed_ports, placed)
@@ -838,10 +842,11 @@ class Placer:
             free[row] -= vec
             chosen[pod.key] = row
             placed.append((pod, row))
+            scored_with = len(used_domains)  # (a domain the member opens re-scores its rows)
             if self._domains[row] >= 0:
                 used_domains.add(int(self._domains[row]))
             best = None if active else float(local[int(candidates.searchsorted(row))])
-            previous = _Previous(signature, candidates, local, row, len(used_domains), best)
+            previous = _Previous(signature, candidates, local, row, scored_with, best)
             _spend(quota, row, previous)
             for port in pod.constraints.host_ports:
                 key = host_port_key(port)

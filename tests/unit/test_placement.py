@@ -748,3 +748,25 @@ def test_incremental_rescoring_equals_the_full_pass(
     assert fast.place(snapshot(cache, pods), pods, need) == slow.place(
         snapshot(cache, pods), pods, need
     )
+
+
+def test_a_gang_spanning_domains_counts_each_domain_a_member_opens() -> None:
+    """Five one-GPU members, zone b holding four GPUs (1 + 3) and zone a one: no zone takes the
+    gang, so it is placed over both, and GangPacking should keep it in as few as it can. Once
+    the first member opens zone b, the other zone-b node scores higher for the rest; a reused
+    pass scored before that (hypothesis found it) sent the second member to zone a while zone b
+    still had room, unlike a full pass per member."""
+    specs = [
+        {"cpu": 0, "gpu": gpu, "zone": zone, "tainted": False, "cordoned": False, "load": 0}
+        for gpu, zone in ((1, "b"), (1, "a"), (3, "b"))
+    ]
+    cache, pods = build_property_case(specs, [{"cpu": "0", "gpu": 1, "tolerates": False}] * 5)
+    weights = ScoreWeights(least_allocated=0, most_allocated=0, balanced_allocation=0)
+    fast = Placer(cache.index, weights, ZONE)
+    slow = Placer(cache.index, weights, ZONE)
+    slow._incremental = False
+    result = fast.place(snapshot(cache, pods), pods, 5)
+    assert result == slow.place(snapshot(cache, pods), pods, 5)
+    assert isinstance(result, Placement)
+    order = [result.assignments[pod.key] for pod in pods]
+    assert order == ["n0", "n2", "n2", "n2", "n1"]  # zone b filled before zone a is opened
