@@ -58,6 +58,13 @@ def _builtin_factories() -> dict[str, Factory]:
     return factories
 
 
+def _integer(value: Any, name: str, low: int, high: int) -> int:
+    """A plugin argument that must be an integer in ``low..high`` (a bool is not one)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    return value
+
+
 def _balanced_allocation(args: dict[str, Any], ctx: fw.PluginContext) -> BalancedAllocation:
     """kube-scheduler's NodeResourcesBalancedAllocationArgs: ``resources``, a list of
     ``{name, weight}`` (the weight is checked as there, and unused there too: every resource
@@ -73,11 +80,7 @@ def _balanced_allocation(args: dict[str, Any], ctx: fw.PluginContext) -> Balance
         unknown = sorted(set(spec) - {"name", "weight"})
         if unknown:
             raise ValueError(f"resources[{name}] has unknown field(s) {unknown}")
-        weight = spec.get("weight", 1)
-        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
-            raise ValueError(
-                f"resources[{name}].weight must be an integer in 1..100, got {weight!r}"
-            )
+        _integer(spec.get("weight", 1), f"resources[{name}].weight", 1, 100)
         if name in names:
             raise ValueError(f"resources names {name!r} twice")
         names.append(name)
@@ -85,9 +88,7 @@ def _balanced_allocation(args: dict[str, Any], ctx: fw.PluginContext) -> Balance
 
 
 def _inter_pod_affinity(args: dict[str, Any], ctx: fw.PluginContext) -> InterPodAffinity:
-    weight = args.get("hard_pod_affinity_weight", 1)
-    if not isinstance(weight, int) or isinstance(weight, bool) or not 0 <= weight <= 100:
-        raise ValueError(f"hard_pod_affinity_weight must be an integer in 0..100, got {weight!r}")
+    weight = _integer(args.get("hard_pod_affinity_weight", 1), "hard_pod_affinity_weight", 0, 100)
     ignore = args.get("ignore_preferred_terms_of_existing_pods", False)
     if not isinstance(ignore, bool):
         raise ValueError("ignore_preferred_terms_of_existing_pods must be true or false")
@@ -105,9 +106,7 @@ def _topology_spread(args: dict[str, Any], ctx: fw.PluginContext) -> PodTopology
 
 
 def _gang_preemption(args: dict[str, Any], ctx: fw.PluginContext) -> GangPreemption:
-    trials = args.get("max_trials", DEFAULT_MAX_TRIALS)
-    if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= 10_000:
-        raise ValueError(f"max_trials must be an integer in 1..10000, got {trials!r}")
+    trials = _integer(args.get("max_trials", DEFAULT_MAX_TRIALS), "max_trials", 1, 10_000)
     return GangPreemption(trials)
 
 

@@ -401,16 +401,14 @@ class BalancedAllocation(_Bounded):
         fractions = np.zeros(allocatable.shape, dtype=np.float64)
         np.divide(allocatable - s.free_after[:, positions], allocatable, out=fractions, where=has)
         np.minimum(fractions, 1.0, out=fractions)
-        if has.all() and len(positions) == 2:  # (kube-scheduler's exact form for two)
-            spread = np.abs(fractions[:, 0] - fractions[:, 1]) / 2
-        else:
-            spread = _std_where(fractions, has)
-        return _floats((1.0 - spread) * MAX_NODE_SCORE)
+        return _floats((1.0 - _std_where(fractions, has)) * MAX_NODE_SCORE)
 
 
 def _std_where(values: npt.NDArray[np.float64], counted: Mask) -> npt.NDArray[np.float64]:
     """Per row: the population standard deviation of the ``counted`` values (0 for fewer than
     two); two values give half their difference, as kube-scheduler computes it."""
+    if values.shape[1] == 2 and counted.all():  # the common case (cpu and memory), directly
+        return _floats(np.abs(values[:, 0] - values[:, 1]) / 2)
     n = counted.sum(axis=1)
     total = np.where(counted, values, 0.0).sum(axis=1)
     mean = np.divide(total, n, out=np.zeros(len(n)), where=n > 0)

@@ -34,7 +34,6 @@ waited in PreBind with the rest of its gang bound.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -263,9 +262,7 @@ class VolumeBinding:
                 claim_key = (claim.namespace, claim.name)
                 if claim_key in assumed:
                     continue  # shared by two members: the first one's volume
-                volume = _smallest(
-                    catalog, claim, taken, functools.partial(self._reaches, node=node)
-                )
+                volume = self._static_on(claim, node, taken)
                 if volume is not None:
                     assumed[claim_key] = (volume, key)
                     taken.add(volume)
@@ -420,8 +417,12 @@ class VolumeBinding:
     def _claim_static(self, claim: Claim, node: str) -> str | None:
         """A static volume for the claim on ``node`` that no PreBind in flight took and no
         reservation assumed."""
+        return self._static_on(claim, node, self._assumed_volumes() | set(self._chosen.values()))
+
+    def _static_on(self, claim: Claim, node: str, taken: set[str]) -> str | None:
+        """The smallest volume not in ``taken`` the claim could bind on ``node``, by the
+        cache's catalog (kube-scheduler's choice)."""
         assert self.cache is not None
-        taken = self._assumed_volumes() | set(self._chosen.values())
         return _smallest(
             self.cache.volumes, claim, taken, lambda volume: self._reaches(volume, node)
         )
