@@ -260,7 +260,11 @@ class SimCluster:
         if self._kubeconfig_path is None:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="gang-sim-")
             self._kubeconfig_path = Path(self._tmpdir.name) / "kubeconfig"
-        self._kubeconfig_path.write_text(yaml.safe_dump(kubeconfig_document(self.url, self.token)))
+        # whole or not at all: a reader polling for the file (``gang bench`` waits for it to
+        # appear) must never load it half written
+        partial = self._kubeconfig_path.with_name(self._kubeconfig_path.name + ".partial")
+        partial.write_text(yaml.safe_dump(kubeconfig_document(self.url, self.token)))
+        partial.replace(self._kubeconfig_path)
 
     @asynccontextmanager
     async def api_client(self) -> AsyncIterator[Any]:

@@ -360,6 +360,8 @@ async def test_bearer_token_cluster() -> None:
     async with SimCluster("2", token="s3cret") as sim:
         kubeconfig = yaml.safe_load(sim.kubeconfig_path.read_text())
         assert kubeconfig["users"][0]["user"] == {"token": "s3cret"}
+        # written whole, then moved into place: nothing half written is left beside it
+        assert sorted(p.name for p in sim.kubeconfig_path.parent.iterdir()) == ["kubeconfig"]
         async with sim.api_client() as api:
             core = k8s.CoreV1Api(api)
             nodes = await core.list_node()
