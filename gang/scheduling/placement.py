@@ -774,11 +774,13 @@ class Placer:
         relevance: tuple[PodInfo, frozenset[object]] | None = None  # the last member's skips
         rule_aware: frozenset[object] = frozenset(self._rule_aware)
         labels = LabelReads(self._by_reads, snap, lambda: (*pods, *(m for m, _ in placed)))
+        active: list[object] = []  # the rule-aware plugins not skipped for this member
         for i, pod in enumerate(pods):
             vec = vectors[pod.key]
             skip = self._skipped(pod, snap, placed, relevance, labels)
+            if relevance is None or skip is not relevance[1]:  # (a twin's: the same set)
+                active = [p for p in self._rule_aware if p not in skip]
             relevance = (pod, skip)
-            active = [p for p in self._rule_aware if p not in skip]
             signature = (pod.constraints, pod.rules, vec.tobytes())
             if previous is None and carry is not None:
                 previous = self._take_carried(

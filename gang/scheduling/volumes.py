@@ -191,7 +191,10 @@ class VolumeBinding:
 
     def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
         single_user: dict[Key, str] = {}  # ReadWriteOncePod claims → the member mounting it
-        for pod in gang.pending():
+        # the pending members with claims (claims asked first: most members have none)
+        for pod in gang.members.values():
+            if not pod.rules.claims or pod.node_name or not gang.is_pending(pod):
+                continue
             problem = claim_problem(snap.volumes, pod) or _one_pod_only(snap, pod, single_user)
             if problem is not None:
                 return f"{problem} (pod {pod.namespace}/{pod.name})"

@@ -191,7 +191,7 @@ class ClusterCache:
 
     def _widen(self) -> None:
         """New resource columns appeared in the index: widen the matrices."""
-        width = len(self.index)
+        width = len(self.index.names)  # (not ``len(self.index)``: asked per pod, a call less)
         if width == self.allocatable.shape[1]:
             return
         extra = width - self.allocatable.shape[1]
@@ -404,8 +404,11 @@ class ClusterCache:
                     f"pod {info.key} is already {existing.state.value} on {existing.node}"
                 )
         held: dict[tuple[str, str, str], Vector] = {}
+        shape: tuple[Mapping[str, int], Vector] | None = None  # the last request map's vector
         for info, node in placed:
-            vec = self._requests_vector(info)
+            if shape is None or info.requests is not shape[0]:  # (a template's members share
+                shape = (info.requests, self._requests_vector(info))  # one: asked once)
+            vec = shape[1]
             record = PodRecord(info.key, info.uid, node, vec, PodState.ASSUMED, _ports(info))
             self._attach(record, info, hold=False)
             holder = holder_of(info)

@@ -213,8 +213,11 @@ class DynamicResources:
         return bool(pod.rules.device_claims) and not _is_placeholder(pod)
 
     def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
-        for pod in gang.pending():
-            if not pod.rules.device_claims or _is_placeholder(pod):
+        # the pending members with claims (claims asked first: most members have none)
+        for pod in gang.members.values():
+            if not pod.rules.device_claims or pod.node_name or not gang.is_pending(pod):
+                continue
+            if _is_placeholder(pod):
                 continue
             problem = claims_problem(snap.devices, pod)
             if problem is not None:
