@@ -317,7 +317,7 @@ class Gang:
         """Fields gang cannot honour yet, each with the unbound members that use it."""
         found: dict[str, list[str]] = {}
         for pod in self.members.values():
-            if not pod.assigned:
+            if pod.rules.unsupported and not pod.assigned:
                 for what in pod.rules.unsupported:
                     found.setdefault(what, []).append(pod.name)
         return found
@@ -335,6 +335,8 @@ class Gang:
         return False
 
     def bound(self) -> list[PodInfo]:
+        if not self.members.bound_count:  # (kept by ``Members``: most cycles' gangs have none)
+            return []
         return [p for p in self.members.values() if p.node_name and not p.terminal]
 
     def placed(self) -> int:
