@@ -193,7 +193,7 @@ class VolumeBinding:
         single_user: dict[Key, str] = {}  # ReadWriteOncePod claims → the member mounting it
         # the pending members with claims (claims asked first: most members have none)
         for pod in gang.members.values():
-            if not pod.rules.claims or pod.node_name or not gang.is_pending(pod):
+            if not pod.rules.claims or not gang.is_pending(pod):
                 continue
             problem = claim_problem(snap.volumes, pod) or _one_pod_only(snap, pod, single_user)
             if problem is not None:

@@ -404,10 +404,11 @@ class ClusterCache:
                     f"pod {info.key} is already {existing.state.value} on {existing.node}"
                 )
         held: dict[tuple[str, str, str], Vector] = {}
-        shape: tuple[Mapping[str, int], Vector] | None = None  # the last request map's vector
+        # a template's members share one request map: its vector is asked for once
+        shape: tuple[Mapping[str, int], Vector] | None = None
         for info, node in placed:
-            if shape is None or info.requests is not shape[0]:  # (a template's members share
-                shape = (info.requests, self._requests_vector(info))  # one: asked once)
+            if shape is None or info.requests is not shape[0]:
+                shape = (info.requests, self._requests_vector(info))
             vec = shape[1]
             record = PodRecord(info.key, info.uid, node, vec, PodState.ASSUMED, _ports(info))
             self._attach(record, info, hold=False)

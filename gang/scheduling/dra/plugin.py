@@ -215,9 +215,7 @@ class DynamicResources:
     def pre_filter(self, gang: Gang, snap: Snapshot) -> str | None:
         # the pending members with claims (claims asked first: most members have none)
         for pod in gang.members.values():
-            if not pod.rules.device_claims or pod.node_name or not gang.is_pending(pod):
-                continue
-            if _is_placeholder(pod):
+            if not pod.rules.device_claims or _is_placeholder(pod) or not gang.is_pending(pod):
                 continue
             problem = claims_problem(snap.devices, pod)
             if problem is not None:
