@@ -405,11 +405,10 @@ class ClusterCache:
                 )
         held: dict[tuple[str, str, str], Vector] = {}
         # a template's members share one request map: its vector is asked for once
-        shape: tuple[Mapping[str, int], Vector] | None = None
+        requests: Mapping[str, int] | None = None
         for info, node in placed:
-            if shape is None or info.requests is not shape[0]:
-                shape = (info.requests, self._requests_vector(info))
-            vec = shape[1]
+            if info.requests is not requests:
+                requests, vec = info.requests, self._requests_vector(info)
             record = PodRecord(info.key, info.uid, node, vec, PodState.ASSUMED, _ports(info))
             self._attach(record, info, hold=False)
             holder = holder_of(info)
